@@ -1,0 +1,5 @@
+"""``python -m credprov``."""
+
+from credprov.cli.main import entry
+
+entry()

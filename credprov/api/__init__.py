@@ -1,0 +1,1 @@
+"""Wire types: pydantic models of every API version, converted to one internal form."""

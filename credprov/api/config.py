@@ -1,0 +1,228 @@
+"""``kubelet.config.k8s.io`` ``CredentialProviderConfig``: v1alpha1, v1beta1 and v1.
+
+Mirrors ``kubernetes/kubelet:config/{v1alpha1,v1beta1,v1}/types.go``: the three versions
+are identical except that v1 adds ``tokenAttributes`` (KEP-4412), which is an unknown field
+in the older two. There is no defaulting. :func:`decode_config` returns the internal form.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from credprov.api import internal
+from credprov.api._decode import DecodeError, Document, interpret_gvk, validate_model
+from credprov.durations import DurationError, format_duration, parse_duration
+
+_STRICT = ConfigDict(extra="forbid", strict=True, populate_by_name=False, frozen=True)
+
+# Kinds the kubelet's scheme registers per kubelet.config.k8s.io version: decoding one of
+# them as a provider config is "wrong Kind", anything else is "not registered".
+_REGISTERED_KINDS = {
+    "v1alpha1": {"CredentialProviderConfig", "ImagePullIntent", "ImagePulledRecord"},
+    "v1beta1": {
+        "KubeletConfiguration",
+        "SerializedNodeConfigSource",
+        "CredentialProviderConfig",
+        "ImagePullIntent",
+        "ImagePulledRecord",
+    },
+    "v1": {"CredentialProviderConfig"},
+}
+_EXEC_KINDS = {"CredentialProviderRequest", "CredentialProviderResponse"}
+SCHEME_NAME = "pkg/credentialprovider/plugin/config.go"
+
+
+class ExecEnvVar(BaseModel):
+    model_config = _STRICT
+    name: str | None = None
+    value: str | None = None
+
+
+class ServiceAccountTokenAttributes(BaseModel):
+    model_config = _STRICT
+    service_account_token_audience: str | None = Field(None, alias="serviceAccountTokenAudience")
+    cache_type: str | None = Field(None, alias="cacheType")
+    require_service_account: bool | None = Field(None, alias="requireServiceAccount")
+    required_service_account_annotation_keys: list[str] | None = Field(
+        None, alias="requiredServiceAccountAnnotationKeys"
+    )
+    optional_service_account_annotation_keys: list[str] | None = Field(
+        None, alias="optionalServiceAccountAnnotationKeys"
+    )
+
+
+class CredentialProviderV1beta1(BaseModel):
+    """A provider in v1alpha1 and v1beta1 (no ``tokenAttributes``)."""
+
+    model_config = _STRICT
+    name: str | None = None
+    match_images: list[str] | None = Field(None, alias="matchImages")
+    default_cache_duration: str | None = Field(None, alias="defaultCacheDuration")
+    api_version: str | None = Field(None, alias="apiVersion")
+    args: list[str] | None = None
+    env: list[ExecEnvVar] | None = None
+
+
+class CredentialProviderV1(CredentialProviderV1beta1):
+    token_attributes: ServiceAccountTokenAttributes | None = Field(None, alias="tokenAttributes")
+
+
+class _ConfigBase(BaseModel):
+    model_config = _STRICT
+    kind: str | None = None
+    api_version: str | None = Field(None, alias="apiVersion")
+
+
+class CredentialProviderConfigV1alpha1(_ConfigBase):
+    providers: list[CredentialProviderV1beta1] | None = None
+
+
+class CredentialProviderConfigV1beta1(_ConfigBase):
+    providers: list[CredentialProviderV1beta1] | None = None
+
+
+class CredentialProviderConfigV1(_ConfigBase):
+    providers: list[CredentialProviderV1] | None = None
+
+
+_MODELS: dict[str, type[_ConfigBase]] = {
+    "v1alpha1": CredentialProviderConfigV1alpha1,
+    "v1beta1": CredentialProviderConfigV1beta1,
+    "v1": CredentialProviderConfigV1,
+}
+
+# Go struct and type names for "json: cannot unmarshal" messages, by field name.
+_GO_FIELDS = {
+    "providers": ("CredentialProviderConfig", "[]v1.CredentialProvider"),
+    "kind": ("CredentialProviderConfig", "string"),
+    "apiVersion": ("CredentialProvider", "string"),
+    "name": ("CredentialProvider", "string"),
+    "matchImages": ("CredentialProvider", "[]string"),
+    "defaultCacheDuration": ("CredentialProvider", "string"),
+    "args": ("CredentialProvider", "[]string"),
+    "env": ("CredentialProvider", "[]v1.ExecEnvVar"),
+    "value": ("ExecEnvVar", "string"),
+    "tokenAttributes": ("CredentialProvider", "v1.ServiceAccountTokenAttributes"),
+    "serviceAccountTokenAudience": ("ServiceAccountTokenAttributes", "string"),
+    "cacheType": ("ServiceAccountTokenAttributes", "v1.ServiceAccountTokenCacheType"),
+    "requireServiceAccount": ("ServiceAccountTokenAttributes", "bool"),
+    "requiredServiceAccountAnnotationKeys": ("ServiceAccountTokenAttributes", "[]string"),
+    "optionalServiceAccountAnnotationKeys": ("ServiceAccountTokenAttributes", "[]string"),
+}
+
+
+def _go_type_of(loc: tuple[int | str, ...]) -> tuple[str, str]:
+    names = [p for p in loc if isinstance(p, str)]
+    if not names:
+        return "CredentialProviderConfig", "v1.CredentialProviderConfig"
+    last = names[-1]
+    struct, go_type = _GO_FIELDS.get(last, ("CredentialProviderConfig", "string"))
+    if last == "name" and len(names) >= 3 and names[-2] == "env":
+        struct = "ExecEnvVar"
+    if last == "apiVersion" and len(names) == 1:
+        struct = "CredentialProviderConfig"
+    if isinstance(loc[-1], int):  # an element of a list
+        go_type = go_type.removeprefix("[]")
+    return struct, go_type
+
+
+def _duration(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except DurationError as exc:
+        raise DecodeError(str(exc)) from None
+
+
+def decode_config(doc: Document) -> internal.CredentialProviderConfig:
+    """Decode a parsed document as the kubelet's ``decode()`` in ``config.go`` does.
+
+    Raises:
+        DecodeError: with the kubelet's text (missing kind, unregistered kind, wrong kind,
+            unexpected group, type errors, strict decoding errors, bad durations).
+    """
+    group, version, kind = interpret_gvk(doc)
+    if group == internal.CONFIG_GROUP and kind in _REGISTERED_KINDS.get(version, set()):
+        if kind != internal.CONFIG_KIND:
+            # The object decodes, then config.go rejects its kind. We skip the decode.
+            raise DecodeError(f'failed to decode "{kind}" (wrong Kind)')
+    elif group == internal.EXEC_GROUP and version in internal.EXEC_VERSIONS and kind in _EXEC_KINDS:
+        raise DecodeError(f'failed to decode "{kind}" (wrong Kind)')
+    else:
+        gv = f"{group}/{version}" if group else version
+        raise DecodeError(
+            f'no kind "{kind}" is registered for version "{gv}" in scheme "{SCHEME_NAME}"'
+        )
+    model = _MODELS[version]
+    obj = validate_model(model, doc, _go_type_of)
+    assert isinstance(obj, _ConfigBase)
+    return _to_internal(obj)
+
+
+def _to_internal(obj: Any) -> internal.CredentialProviderConfig:
+    providers = []
+    for p in obj.providers or ():
+        ta = getattr(p, "token_attributes", None)
+        token_attributes = None
+        if ta is not None:
+            token_attributes = internal.ServiceAccountTokenAttributes(
+                service_account_token_audience=ta.service_account_token_audience or "",
+                cache_type=ta.cache_type or "",
+                require_service_account=ta.require_service_account,
+                required_service_account_annotation_keys=tuple(
+                    ta.required_service_account_annotation_keys or ()
+                ),
+                optional_service_account_annotation_keys=tuple(
+                    ta.optional_service_account_annotation_keys or ()
+                ),
+            )
+        providers.append(
+            internal.CredentialProvider(
+                name=p.name or "",
+                match_images=tuple(p.match_images or ()),
+                default_cache_duration=_duration(p.default_cache_duration),
+                api_version=p.api_version or "",
+                args=tuple(p.args or ()),
+                env=tuple(internal.ExecEnvVar(e.name or "", e.value or "") for e in p.env or ()),
+                token_attributes=token_attributes,
+            )
+        )
+    return internal.CredentialProviderConfig(providers=tuple(providers))
+
+
+def provider_to_dict(p: internal.CredentialProvider) -> dict[str, Any]:
+    """The v1 wire form of one provider (for ``config validate -o json``)."""
+    out: dict[str, Any] = {
+        "name": p.name,
+        "matchImages": list(p.match_images),
+        "defaultCacheDuration": (
+            format_duration(p.default_cache_duration)
+            if p.default_cache_duration is not None
+            else None
+        ),
+        "apiVersion": p.api_version,
+    }
+    if p.args:
+        out["args"] = list(p.args)
+    if p.env:
+        out["env"] = [{"name": e.name, "value": e.value} for e in p.env]
+    ta = p.token_attributes
+    if ta is not None:
+        attrs: dict[str, Any] = {
+            "serviceAccountTokenAudience": ta.service_account_token_audience,
+            "cacheType": ta.cache_type,
+            "requireServiceAccount": ta.require_service_account,
+        }
+        if ta.required_service_account_annotation_keys:
+            attrs["requiredServiceAccountAnnotationKeys"] = list(
+                ta.required_service_account_annotation_keys
+            )
+        if ta.optional_service_account_annotation_keys:
+            attrs["optionalServiceAccountAnnotationKeys"] = list(
+                ta.optional_service_account_annotation_keys
+            )
+        out["tokenAttributes"] = attrs
+    return out

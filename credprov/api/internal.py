@@ -1,0 +1,82 @@
+"""The internal (unversioned) form of every credprov wire type.
+
+Each versioned API module converts to and from these. They mirror the kubelet's
+internal types (``pkg/kubelet/apis/config`` and ``pkg/credentialprovider/apis``):
+plain data, no I/O, durations as ``int`` nanoseconds, absent optional values as ``None``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+CONFIG_GROUP = "kubelet.config.k8s.io"
+CONFIG_KIND = "CredentialProviderConfig"
+CONFIG_VERSIONS = ("v1alpha1", "v1beta1", "v1")
+
+EXEC_GROUP = "credentialprovider.kubelet.k8s.io"
+EXEC_VERSIONS = ("v1alpha1", "v1beta1", "v1")
+EXEC_API_VERSIONS = tuple(f"{EXEC_GROUP}/{v}" for v in EXEC_VERSIONS)
+REQUEST_KIND = "CredentialProviderRequest"
+RESPONSE_KIND = "CredentialProviderResponse"
+
+CACHE_KEY_IMAGE = "Image"
+CACHE_KEY_REGISTRY = "Registry"
+CACHE_KEY_GLOBAL = "Global"
+CACHE_KEY_TYPES = (CACHE_KEY_IMAGE, CACHE_KEY_REGISTRY, CACHE_KEY_GLOBAL)
+
+TOKEN_CACHE_TYPE_TOKEN = "Token"
+TOKEN_CACHE_TYPE_SERVICE_ACCOUNT = "ServiceAccount"
+
+
+@dataclass(frozen=True)
+class ExecEnvVar:
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
+class ServiceAccountTokenAttributes:
+    service_account_token_audience: str = ""
+    cache_type: str = ""
+    require_service_account: bool | None = None
+    required_service_account_annotation_keys: tuple[str, ...] = ()
+    optional_service_account_annotation_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CredentialProvider:
+    name: str
+    match_images: tuple[str, ...] = ()
+    default_cache_duration: int | None = None  # nanoseconds; None when absent
+    api_version: str = ""
+    args: tuple[str, ...] = ()
+    env: tuple[ExecEnvVar, ...] = ()
+    token_attributes: ServiceAccountTokenAttributes | None = None
+
+
+@dataclass(frozen=True)
+class CredentialProviderConfig:
+    providers: tuple[CredentialProvider, ...] = ()
+
+
+@dataclass(frozen=True)
+class CredentialProviderRequest:
+    image: str
+    service_account_token: str = ""
+    service_account_annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    username: str = ""
+    password: str = ""
+
+    def __repr__(self) -> str:  # never let a password reach a log through repr()
+        return f"AuthConfig(username={self.username!r}, password=<redacted>)"
+
+
+@dataclass(frozen=True)
+class CredentialProviderResponse:
+    cache_key_type: str
+    cache_duration: int | None = None  # nanoseconds; None when absent
+    auth: dict[str, AuthConfig] = field(default_factory=dict)

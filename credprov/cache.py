@@ -1,0 +1,125 @@
+"""The per-provider credential cache of the kubelet's plugin provider.
+
+Mirrors ``pkg/credentialprovider/plugin/plugin.go``: an expiration store whose keys are
+``cryptobyte`` length-prefixed (image, registry or ``<global>``, plus an optional
+service-account key), entries expire strictly after ``expires_at``, ``get`` drops an expired
+entry, and every 15 minutes a lookup purges all expired entries.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from credprov.clock import Clock
+
+#: The cache key of a ``Global`` response (newest kubelet; angle brackets cannot clash
+#: with an image or registry name).
+GLOBAL_CACHE_KEY = "<global>"
+
+#: How often the kubelet purges expired entries (on the next lookup after this long).
+CACHE_PURGE_INTERVAL = 15 * 60 * 1_000_000_000
+
+
+class CacheKeyError(ValueError):
+    """A key component too long for cryptobyte's 16-bit length prefix."""
+
+
+def _lp16(value: str) -> bytes:
+    raw = value.encode("utf-8", "surrogateescape")
+    if len(raw) > 0xFFFF:
+        raise CacheKeyError("cache key component longer than 65535 bytes")
+    return struct.pack(">H", len(raw)) + raw
+
+
+def generate_cache_key(base: str, service_account_cache_key: str = "") -> bytes:
+    """``lp16(base) || lp16(saKey)``: e.g. ``b"\\x00\\x10test.registry.io\\x00\\x00"``."""
+    return _lp16(base) + _lp16(service_account_cache_key)
+
+
+def _annotations(annotations: Mapping[str, str]) -> bytes:
+    out = struct.pack(">I", len(annotations))
+    for key in sorted(annotations):
+        out += _lp16(key) + _lp16(annotations[key])
+    return out
+
+
+def generate_service_account_cache_key(
+    namespace: str,
+    name: str,
+    uid: str,
+    annotations: Mapping[str, str],
+    cache_type: str = "",
+    token_hash: str = "",
+) -> str:
+    """The service-account half of a cache key (KEP-4412); ``Token`` adds the token hash."""
+    out = _lp16(namespace) + _lp16(name) + _lp16(uid) + _annotations(annotations)
+    if cache_type == "Token":
+        out += _lp16("token") + _lp16(token_hash)
+    return out.decode("latin-1")
+
+
+def generate_single_flight_key(
+    image: str, token_hash: str, annotations: Mapping[str, str]
+) -> bytes:
+    return _lp16(image) + _lp16(token_hash) + _annotations(annotations)
+
+
+@dataclass
+class CacheEntry:
+    key: bytes
+    credentials: dict[str, Any]
+    expires_at: int
+    cache_key_type: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class ExpirationCache:
+    """``cache.NewExpirationStore`` with the plugin's expiration policy; thread-safe."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._entries: dict[bytes, CacheEntry] = {}
+        self._lock = threading.Lock()
+        self._last_purge = clock.now()
+
+    def _expired(self, entry: CacheEntry, now: int) -> bool:
+        return now > entry.expires_at
+
+    def get(self, key: bytes) -> CacheEntry | None:
+        now = self._clock.now()
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            if self._expired(entry, now):
+                del self._entries[key]
+                return None
+            return entry
+
+    def add(self, entry: CacheEntry) -> None:
+        with self._lock:
+            self._entries[entry.key] = entry
+
+    def maybe_purge(self) -> bool:
+        """Purge expired entries if 15 minutes passed since the last purge."""
+        now = self._clock.now()
+        with self._lock:
+            if now <= self._last_purge + CACHE_PURGE_INTERVAL:
+                return False
+            self._entries = {
+                k: e for k, e in self._entries.items() if not self._expired(e, now)
+            }
+            self._last_purge = now
+            return True
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def keys(self) -> list[bytes]:
+        with self._lock:
+            return list(self._entries)

@@ -1,0 +1,1 @@
+"""The ``credprov`` command-line interface (entry-point layer)."""

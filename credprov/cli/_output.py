@@ -1,0 +1,45 @@
+"""Output helpers shared by the subcommands: JSON, redaction, atomic files."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from typing import Any
+
+REDACTED = "<redacted>"
+
+
+def print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def secret(value: str, show: bool) -> str:
+    """``value`` if ``show``, else the redaction marker (empty stays empty)."""
+    if show or value == "":
+        return value
+    return REDACTED
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary file and rename (never half a file).
+
+    Raises:
+        OSError: the directory is not writable and so on.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".credprov-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

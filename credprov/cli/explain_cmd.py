@@ -1,0 +1,67 @@
+"""``credprov explain``: which ``matchImages`` entry matches an image, and why others don't."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from credprov.cli._output import print_json
+from credprov.cli.config_cmd import add_feature_gates, feature_gates
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "explain",
+        help="show which providers match an image, and why the others don't",
+        description=(
+            "Normalise IMAGE as the kubelet does and check it against every provider's "
+            "matchImages, in config order. For each pattern that does not match, say why "
+            "(port, number of host labels, path prefix, a label). No plugin is run."
+        ),
+    )
+    p.add_argument("image", metavar="IMAGE")
+    p.add_argument("--config", required=True, metavar="PATH", help="provider config file or dir")
+    add_feature_gates(p)
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from credprov.cli.main import CLIError
+    from credprov.config import load_config
+    from credprov.images import InvalidImageError, parse_image_name
+    from credprov.matching import explain_match
+
+    config, _ = load_config(args.config, feature_gates(args))
+    try:
+        repo = parse_image_name(args.image)
+    except InvalidImageError as exc:
+        raise CLIError(f"invalid image {args.image!r}: {exc}") from None
+    providers = []
+    for provider in config.providers:
+        patterns = []
+        for pattern in provider.match_images:
+            explanation = explain_match(pattern, repo)
+            patterns.append(
+                {"pattern": pattern, "matched": explanation.matched, "reason": explanation.reason}
+            )
+        providers.append(
+            {
+                "name": provider.name,
+                "matched": any(p["matched"] for p in patterns),
+                "matchImages": patterns,
+            }
+        )
+    if args.output == "json":
+        print_json({"image": args.image, "repo": repo, "providers": providers})
+        return 0
+    print(f"image {args.image} is requested from plugins as {repo}")
+    for prov in providers:
+        verdict = "MATCHES" if prov["matched"] else "does not match"
+        print(f"provider {prov['name']}: {verdict}")
+        for pat in prov["matchImages"]:
+            mark = "+" if pat["matched"] else "-"
+            print(f"  {mark} {pat['pattern']}: {pat['reason']}")
+    if not any(p["matched"] for p in providers):
+        print("no provider matches: the kubelet runs no plugin for this image")
+    return 0

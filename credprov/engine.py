@@ -1,0 +1,77 @@
+"""Getting the credentials for an image the way the kubelet does: the library entry point.
+
+Mirrors the kubelet's image path up to the pull: the image is normalised
+(``parsers.ParseImageName``), then the keyring ``MakeDockerKeyring(podPullSecrets,
+Union{nodeKeyring, pluginKeyring})`` is asked for it, so pod pull-secret credentials come
+first, then the node's docker config, then the plugins, in the order the puller tries them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from credprov.images import InvalidImageError, parse_image_name
+from credprov.keyring import DockerKeyring, TrackedAuthConfig, make_pull_secret_keyring
+from credprov.plugin.provider import PodInfo, ProvideResult
+from credprov.plugin.registry import CredentialProviders
+
+
+@dataclass
+class ImageResolution:
+    """The credentials for one image, in the order the kubelet would try them."""
+
+    image: str
+    repo: str | None = None
+    credentials: list[TrackedAuthConfig] = field(default_factory=list)
+    providers: list[ProvideResult] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """True when the image is invalid or a matching provider failed."""
+        return self.error is not None or any(p.error for p in self.providers)
+
+
+class Engine:
+    """One node's credential sources: its docker config and its plugin providers.
+
+    Thread-safe: concurrent ``resolve`` calls share the providers' caches and
+    singleflight groups, as parallel image pulls do in the kubelet.
+    """
+
+    def __init__(
+        self,
+        providers: CredentialProviders | None = None,
+        node_keyring: DockerKeyring | None = None,
+    ) -> None:
+        self.providers = providers
+        self.node_keyring = node_keyring or DockerKeyring()
+
+    def resolve(
+        self,
+        image: str,
+        pull_secrets: Iterable[Mapping[str, Any]] = (),
+        pod: PodInfo | None = None,
+    ) -> ImageResolution:
+        """Resolve ``image`` for a pod with ``pull_secrets`` (Secret objects as dicts).
+
+        Raises:
+            credprov.keyring.KeyringError: a pull secret whose payload does not parse.
+        """
+        resolution = ImageResolution(image=image)
+        try:
+            repo = parse_image_name(image)
+        except InvalidImageError as exc:
+            resolution.error = f"Failed to apply default image tag {image!r}: {exc}"
+            return resolution
+        resolution.repo = repo
+        secret_keyring = make_pull_secret_keyring(pull_secrets)
+        creds = secret_keyring.lookup(repo) + self.node_keyring.lookup(repo)
+        if self.providers is not None:
+            plugin_creds, results = self.providers.lookup(repo, pod)
+            creds += plugin_creds
+            resolution.providers = results
+        resolution.credentials = creds
+        return resolution

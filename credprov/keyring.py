@@ -1,0 +1,339 @@
+"""The kubelet's Docker keyring: which credentials to try for an image, in which order.
+
+Mirrors ``pkg/credentialprovider/keyring.go`` and ``secrets/secrets.go``:
+
+* keys are normalised like ``BasicDockerKeyring.Add`` (``https://`` prefixed, a leading
+  ``/v1/`` or ``/v2/`` path reduced to ``/``, a bare ``/`` dropped);
+* ``lookup`` walks the keys in reverse bytewise order and returns the credentials of
+  *every* matching key (``URLsMatchStr``), falling back to ``index.docker.io`` for Docker Hub
+  images;
+* pod pull secrets share one keyring, then the node's docker config, then plugins
+  (``UnionDockerKeyring``);
+* every credential carries its source and the KEP-2535 hash of its docker-config entry.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from credprov.images import is_default_registry_match
+from credprov.matching import urls_match_str
+
+DOCKER_CONFIG_JSON_TYPE = "kubernetes.io/dockerconfigjson"
+DOCKER_CONFIG_JSON_KEY = ".dockerconfigjson"
+DOCKERCFG_TYPE = "kubernetes.io/dockercfg"
+DOCKERCFG_KEY = ".dockercfg"
+
+_DOCKER_HUB_KEY = "index.docker.io"
+
+
+class KeyringError(ValueError):
+    """A docker config or pull secret the kubelet could not use; never quotes a secret."""
+
+
+@dataclass(frozen=True)
+class SecretCoordinates:
+    uid: str
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ServiceAccountCoordinates:
+    uid: str
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True)
+class CredentialSource:
+    """Where a credential came from; ``None`` everywhere means node-wide."""
+
+    secret: SecretCoordinates | None = None
+    service_account: ServiceAccountCoordinates | None = None
+
+
+@dataclass(frozen=True)
+class TrackedAuthConfig:
+    """One credential to try (``credentialprovider.TrackedAuthConfig``)."""
+
+    username: str
+    password: str = field(repr=False)
+    email: str = ""
+    source: CredentialSource | None = None
+    credential_hash: str = ""
+    provider: str | None = None  # which plugin produced it, for display only
+    key: str = ""  # the normalised keyring key it is stored under
+
+    @property
+    def source_label(self) -> str:
+        """``secret:<ns>/<name>``, ``provider:<name>`` or ``node``."""
+        if self.source is not None and self.source.secret is not None:
+            return f"secret:{self.source.secret.namespace}/{self.source.secret.name}"
+        if self.provider is not None:
+            return f"provider:{self.provider}"
+        return "node"
+
+    def __repr__(self) -> str:
+        return (
+            f"TrackedAuthConfig(username={self.username!r}, password=<redacted>, "
+            f"source={self.source_label!r}, credential_hash={self.credential_hash!r})"
+        )
+
+
+def hash_auth_config(username: str, password: str, email: str = "") -> str:
+    """``hex(sha256(json.Marshal(AuthConfig)))`` with Go's omitempty and HTML escaping."""
+    from credprov.api.exec import go_json
+
+    body = {}
+    if username:
+        body["username"] = username
+    if password:
+        body["password"] = password
+    if email:
+        body["email"] = email
+    return hashlib.sha256(go_json(body).encode("utf-8")).hexdigest()
+
+
+def _entry_fields(entry: Any) -> tuple[str, str, str]:
+    """(username, password, email) of a docker-config entry, decoding ``auth`` like Go."""
+    if hasattr(entry, "username") and hasattr(entry, "password"):
+        return entry.username or "", entry.password or "", getattr(entry, "email", "") or ""
+    if not isinstance(entry, Mapping):
+        raise KeyringError("docker config entry is not an object")
+    username = entry.get("username") or ""
+    password = entry.get("password") or ""
+    email = entry.get("email") or ""
+    for name, value in (("username", username), ("password", password), ("email", email)):
+        if not isinstance(value, str):
+            raise KeyringError(f"docker config entry field {name!r} is not a string")
+    auth = entry.get("auth") or ""
+    if auth:
+        if not isinstance(auth, str):
+            raise KeyringError("docker config entry field 'auth' is not a string")
+        try:
+            decoded = base64.b64decode(auth, validate=True).decode("utf-8", "replace")
+        except (binascii.Error, ValueError):
+            raise KeyringError("illegal base64 data in docker config 'auth' field") from None
+        user, sep, pw = decoded.partition(":")
+        if not sep:
+            raise KeyringError(
+                "unable to parse auth field, must be formatted as base64(username:password)"
+            )
+        username, password = user, pw.strip("\x00")
+    return username, password, email
+
+
+def normalize_key(location: str) -> str | None:
+    """The index key ``BasicDockerKeyring.Add`` stores ``location`` under, or None to skip."""
+    from credprov._gourl import GoURLError
+    from credprov._gourl import parse as go_url_parse
+
+    value = location
+    if not (value.startswith("https://") or value.startswith("http://")):
+        value = "https://" + value
+    try:
+        parsed = go_url_parse(value)
+    except GoURLError:
+        return None
+    path = parsed.path
+    if path.startswith("/v2/") or path.startswith("/v1/"):
+        path = path[3:]
+    if path and path != "/":
+        return parsed.host + path
+    return parsed.host
+
+
+class Keyring(Protocol):
+    def lookup(self, image: str) -> list[TrackedAuthConfig]: ...
+
+
+class DockerKeyring:
+    """``BasicDockerKeyring``: docker-config entries indexed by normalised registry key."""
+
+    def __init__(self) -> None:
+        self._index: list[str] = []  # deduplicated, reverse bytewise order
+        self._creds: dict[str, list[TrackedAuthConfig]] = {}
+
+    def add(
+        self,
+        auths: Mapping[str, Any],
+        source: CredentialSource | None = None,
+        provider: str | None = None,
+    ) -> None:
+        """Add the entries of a docker config's ``auths`` (key → ``{username, password,
+        email, auth}`` or an object with ``username``/``password``).
+
+        Entries whose key does not parse as a URL are skipped, as the kubelet does.
+
+        Raises:
+            KeyringError: an entry is malformed (the kubelet fails the whole config).
+        """
+        for location, entry in auths.items():
+            username, password, email = _entry_fields(entry)
+            key = normalize_key(location)
+            if key is None:
+                continue
+            cred = TrackedAuthConfig(
+                username=username,
+                password=password,
+                email=email,
+                source=source,
+                credential_hash=hash_auth_config(username, password, email),
+                provider=provider,
+                key=key,
+            )
+            bucket = self._creds.get(key)
+            if bucket is None:
+                self._creds[key] = [cred]
+                self._index = [*self._index, key]
+            else:
+                bucket.append(cred)
+        # Go's sort.Reverse(sort.StringSlice): reverse bytewise order. Sorted here, not in
+        # lookup, so concurrent lookups only ever read.
+        self._index = sorted(
+            self._index, key=lambda k: k.encode("utf-8", "surrogateescape"), reverse=True
+        )
+
+    def lookup(self, image: str) -> list[TrackedAuthConfig]:
+        """Every credential whose key matches ``image``, in the kubelet's order."""
+        found: list[TrackedAuthConfig] = []
+        for key in self._index:
+            if urls_match_str(key, image):
+                found.extend(self._creds[key])
+        if found:
+            return found
+        if is_default_registry_match(image):
+            return list(self._creds.get(_DOCKER_HUB_KEY, ()))
+        return []
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
+class UnionDockerKeyring:
+    """Concatenates the lookups of several keyrings, in order."""
+
+    def __init__(self, keyrings: Sequence[Keyring]) -> None:
+        self.keyrings = list(keyrings)
+
+    def lookup(self, image: str) -> list[TrackedAuthConfig]:
+        out: list[TrackedAuthConfig] = []
+        for keyring in self.keyrings:
+            out.extend(keyring.lookup(image))
+        return out
+
+
+# -- docker config files and pull secrets -----------------------------------------------------
+
+
+def parse_docker_config(data: bytes | str) -> dict[str, Any]:
+    """The ``auths`` of a ``config.json`` (``{"auths": {...}}``) or a legacy ``.dockercfg``.
+
+    Raises:
+        KeyringError: not JSON, or not an object of entries.
+    """
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        raise KeyringError("docker config is not valid JSON") from None
+    if not isinstance(doc, dict):
+        raise KeyringError("docker config is not a JSON object")
+    auths = doc.get("auths", doc) if "auths" in doc else doc
+    if auths is None:
+        return {}
+    if not isinstance(auths, dict):
+        raise KeyringError("docker config 'auths' is not an object")
+    for entry in auths.values():
+        _entry_fields(entry)  # validate every entry now, as json.Unmarshal would
+    return auths
+
+
+def _secret_bytes(secret: Mapping[str, Any], key: str) -> bytes | None:
+    data = secret.get("data") or {}
+    string_data = secret.get("stringData") or {}
+    if not isinstance(data, Mapping) or not isinstance(string_data, Mapping):
+        raise KeyringError("secret data is not an object")
+    if key in string_data:  # the API server merges stringData over data
+        value = string_data[key]
+        return value.encode("utf-8") if isinstance(value, str) else None
+    if key in data:
+        value = data[key]
+        if not isinstance(value, str):
+            raise KeyringError(f"secret data {key!r} is not a base64 string")
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise KeyringError(f"secret data {key!r} is not valid base64") from None
+    return None
+
+
+def secret_coordinates(secret: Mapping[str, Any]) -> SecretCoordinates:
+    meta = secret.get("metadata") or {}
+    return SecretCoordinates(
+        uid=str(meta.get("uid") or ""),
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+    )
+
+
+def make_pull_secret_keyring(secrets: Iterable[Mapping[str, Any]]) -> DockerKeyring:
+    """One keyring holding every usable pull secret (``secrets.MakeDockerKeyring``).
+
+    Secrets of other types, or without their data key, are ignored as the kubelet does.
+
+    Raises:
+        KeyringError: a docker-config secret whose payload does not parse.
+    """
+    keyring = DockerKeyring()
+    for secret in secrets:
+        coords = secret_coordinates(secret)
+        source = CredentialSource(secret=coords)
+        kind = secret.get("type")
+        where = f"secret {coords.namespace}/{coords.name}"
+        if kind == DOCKER_CONFIG_JSON_TYPE:
+            payload = _secret_bytes(secret, DOCKER_CONFIG_JSON_KEY)
+            if payload:
+                try:
+                    doc = json.loads(payload)
+                except (ValueError, RecursionError):
+                    raise KeyringError(f"{where}: {DOCKER_CONFIG_JSON_KEY} is not valid JSON") from None
+                if not isinstance(doc, dict):
+                    raise KeyringError(f"{where}: {DOCKER_CONFIG_JSON_KEY} is not a JSON object")
+                auths = doc.get("auths") or {}
+                if not isinstance(auths, dict):
+                    raise KeyringError(f"{where}: auths is not an object")
+                try:
+                    keyring.add(auths, source=source)
+                except KeyringError as exc:
+                    raise KeyringError(f"{where}: {exc}") from None
+        elif kind == DOCKERCFG_TYPE:
+            payload = _secret_bytes(secret, DOCKERCFG_KEY)
+            if payload:
+                try:
+                    auths = json.loads(payload)
+                except (ValueError, RecursionError):
+                    raise KeyringError(f"{where}: {DOCKERCFG_KEY} is not valid JSON") from None
+                if not isinstance(auths, dict):
+                    raise KeyringError(f"{where}: {DOCKERCFG_KEY} is not a JSON object")
+                try:
+                    keyring.add(auths, source=source)
+                except KeyringError as exc:
+                    raise KeyringError(f"{where}: {exc}") from None
+    return keyring
+
+
+def make_docker_keyring(
+    pull_secrets: Iterable[Mapping[str, Any]], default_keyring: Keyring
+) -> UnionDockerKeyring:
+    """Pod pull secrets first, then the node's default keyring (node config, plugins)."""
+    return UnionDockerKeyring([make_pull_secret_keyring(pull_secrets), default_keyring])

@@ -1,0 +1,1 @@
+"""Adapters that run credential provider plugins: execution, caching, registration."""

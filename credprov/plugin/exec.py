@@ -1,0 +1,280 @@
+"""Running one credential provider plugin binary, exactly as the kubelet's ``execPlugin``.
+
+Mirrors ``ExecPlugin``/``runPlugin`` in ``pkg/credentialprovider/plugin/plugin.go``:
+``<bin-dir>/<name> <args...>``, the host environment with the config's ``env`` appended (so
+config values win), the request on stdin as the kubelet encodes it, a deadline (one minute),
+stderr appended to execution errors, the response apiVersion checked against the config, and
+every decode failure reported by one generic message because the output may hold secrets.
+
+Better than upstream: the plugin runs in its own process group and the whole group is killed
+on timeout, and stdout/stderr reads are bounded so a runaway plugin cannot exhaust memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from credprov.api import internal
+from credprov.api._decode import DecodeError, load_document
+from credprov.api.exec import decode_response, encode_request, interpret_response_gvk
+from credprov.durations import MINUTE
+from credprov.metrics import Metrics
+
+log = logging.getLogger("credprov.plugin")
+
+#: The kubelet's hard-coded plugin deadline.
+DEFAULT_PLUGIN_TIMEOUT = 1 * MINUTE
+
+#: Plugin output past these sizes is an error (the kubelet reads without a bound).
+MAX_STDOUT_BYTES = 16 * 1024 * 1024
+MAX_STDERR_BYTES = 64 * 1024
+
+#: How long to wait for the pipes to close after the plugin itself exited (a grandchild
+#: may still hold them) before killing its process group.
+_PIPE_GRACE_SECONDS = 1.0
+
+
+class PluginError(Exception):
+    """A plugin execution or response error; ``str()`` is the kubelet's text.
+
+    ``detail`` may hold more (a decode reason) and can quote plugin output: it is for
+    conformance tooling, never for logs.
+    """
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+@dataclass
+class ExecResult:
+    stdout: bytes
+    stderr: bytes
+    duration: float  # seconds
+
+
+class ExecPlugin:
+    """One provider's binary, arguments and environment."""
+
+    def __init__(
+        self,
+        name: str,
+        path: str,
+        api_version: str,
+        args: Sequence[str] = (),
+        env: Sequence[internal.ExecEnvVar] = (),
+        timeout_ns: int = DEFAULT_PLUGIN_TIMEOUT,
+        metrics: Metrics | None = None,
+        base_environ: Mapping[str, str] | None = None,
+        max_stdout: int = MAX_STDOUT_BYTES,
+        max_stderr: int = MAX_STDERR_BYTES,
+    ) -> None:
+        self.name = name
+        self.path = path
+        self.api_version = api_version
+        self.args = list(args)
+        self.env = list(env)
+        self.timeout_ns = timeout_ns
+        self.metrics = metrics
+        self.base_environ = base_environ
+        self.max_stdout = max_stdout
+        self.max_stderr = max_stderr
+
+    def environment(self) -> dict[str, str]:
+        environ = dict(os.environ if self.base_environ is None else self.base_environ)
+        for var in self.env:
+            environ[var.name] = var.value
+        return environ
+
+    def request_bytes(self, request: internal.CredentialProviderRequest) -> bytes:
+        return encode_request(request, self.api_version)
+
+    def run(self, request: internal.CredentialProviderRequest) -> ExecResult:
+        """Execute the plugin; returns its raw output.
+
+        Raises:
+            PluginError: start failure, non-zero exit, timeout or oversized output, with
+                the plugin's stderr appended as the kubelet does.
+        """
+        stdin = self.request_bytes(request)
+        image = request.image
+        prefix = f"error execing credential provider plugin {self.name} for image {image}"
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                [self.path, *self.args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self.environment(),
+                start_new_session=True,  # its own process group, killed as a whole
+                close_fds=True,
+            )
+        except OSError as exc:
+            self._observe(start)
+            self._count_error()
+            reason = f"fork/exec {self.path}: {_errno_text(exc)}"
+            raise PluginError(f"{prefix}: {reason}: ") from None
+        try:
+            stdout, stderr, failure = self._communicate(proc, stdin)
+        finally:
+            _kill_group(proc)
+            proc.wait()
+            self._observe(start)
+        duration = time.monotonic() - start
+        stderr_text = stderr.decode("utf-8", "replace")
+        if failure is not None:
+            self._count_error()
+            raise PluginError(f"{prefix}: {failure}: {stderr_text}")
+        if proc.returncode != 0:
+            self._count_error()
+            status = (
+                f"signal: {_signal_name(-proc.returncode)}"
+                if proc.returncode < 0
+                else f"exit status {proc.returncode}"
+            )
+            raise PluginError(f"{prefix}: {status}: {stderr_text}")
+        return ExecResult(stdout=stdout, stderr=stderr, duration=duration)
+
+    def _communicate(
+        self, proc: subprocess.Popen[bytes], stdin: bytes
+    ) -> tuple[bytes, bytes, str | None]:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        deadline = time.monotonic() + self.timeout_ns / 1e9
+        out = bytearray()
+        err = bytearray()
+        failure: str | None = None
+        pending = memoryview(stdin)
+        sel = selectors.DefaultSelector()
+        try:
+            os.set_blocking(proc.stdin.fileno(), False)
+            if pending:
+                sel.register(proc.stdin, selectors.EVENT_WRITE)
+            else:
+                proc.stdin.close()
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            sel.register(proc.stderr, selectors.EVENT_READ)
+            exited_at: float | None = None
+            while sel.get_map():
+                now = time.monotonic()
+                if now >= deadline:
+                    failure = "context deadline exceeded"
+                    break
+                if exited_at is None and proc.poll() is not None:
+                    exited_at = now
+                if exited_at is not None and now - exited_at > _PIPE_GRACE_SECONDS:
+                    break  # a grandchild holds the pipes; stop waiting for it
+                wait = min(deadline - now, 0.1 if exited_at is None else _PIPE_GRACE_SECONDS)
+                for key, _ in sel.select(timeout=max(wait, 0.0)):
+                    fobj = key.fileobj
+                    if fobj is proc.stdin:
+                        try:
+                            written = os.write(proc.stdin.fileno(), pending[:65536])
+                        except (BrokenPipeError, OSError):
+                            written = len(pending)
+                        pending = pending[written:]
+                        if not pending:
+                            sel.unregister(proc.stdin)
+                            with contextlib.suppress(OSError):
+                                proc.stdin.close()
+                        continue
+                    assert isinstance(fobj, int) or hasattr(fobj, "fileno")
+                    fd = fobj if isinstance(fobj, int) else fobj.fileno()
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        sel.unregister(fobj)
+                        continue
+                    if fobj is proc.stdout:
+                        out += chunk
+                        if len(out) > self.max_stdout:
+                            failure = f"stdout exceeded {self.max_stdout} bytes"
+                            break
+                    else:
+                        room = self.max_stderr - len(err)
+                        if room > 0:
+                            err += chunk[:room]
+                if failure is not None:
+                    break
+        finally:
+            sel.close()
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        if failure is not None:
+            _kill_group(proc)
+        return bytes(out), bytes(err), failure
+
+    def _observe(self, start: float) -> None:
+        if self.metrics is not None:
+            self.metrics.observe_duration(self.name, time.monotonic() - start)
+
+    def _count_error(self) -> None:
+        if self.metrics is not None:
+            self.metrics.count_error(self.name)
+
+    def exec(self, request: internal.CredentialProviderRequest) -> internal.CredentialProviderResponse:
+        """Run the plugin and decode its response as the kubelet does.
+
+        Raises:
+            PluginError: execution errors (with stderr) or response errors.
+        """
+        result = self.run(request)
+        return self.decode(result.stdout)
+
+    def decode(self, stdout: bytes) -> internal.CredentialProviderResponse:
+        """Check and strictly decode a response.
+
+        Raises:
+            PluginError: ``error reading GVK from response: ...``, the apiVersion mismatch,
+                or the generic decode message (with the reason in ``detail``).
+        """
+        try:
+            api_version = interpret_response_gvk(stdout)
+        except DecodeError as exc:
+            raise PluginError(f"error reading GVK from response: {exc}") from None
+        if api_version != self.api_version:
+            raise PluginError(
+                "apiVersion from credential plugin response did not match expected "
+                f"apiVersion:{self.api_version}, actual apiVersion:{api_version}"
+            )
+        try:
+            return decode_response(load_document(stdout))
+        except DecodeError as exc:
+            raise PluginError(
+                "error decoding credential provider plugin response from stdout", detail=str(exc)
+            ) from None
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _errno_text(exc: OSError) -> str:
+    from credprov._gofmt import errno_text
+
+    return errno_text(exc)
+
+
+def _signal_name(signum: int) -> str:
+    # Go's os.ProcessState.String() spells signals like "killed", "terminated".
+    names = {
+        signal.SIGKILL: "killed",
+        signal.SIGTERM: "terminated",
+        signal.SIGINT: "interrupt",
+        signal.SIGSEGV: "segmentation fault",
+        signal.SIGABRT: "aborted",
+        signal.SIGPIPE: "broken pipe",
+    }
+    try:
+        return names.get(signal.Signals(signum), signal.Signals(signum).name)
+    except ValueError:
+        return f"signal {signum}"

@@ -1,0 +1,292 @@
+"""One configured provider: matching, caching and singleflight around its plugin.
+
+Mirrors ``pluginProvider.provide`` in ``pkg/credentialprovider/plugin/plugin.go`` (1.34+):
+
+1. images outside ``matchImages`` get nothing;
+2. with ``tokenAttributes`` (KEP-4412) the pod's service account supplies a token and
+   annotations, or the plugin is skipped;
+3. the cache is searched by image, then registry, then ``<global>``, after purging expired
+   entries every 15 minutes;
+4. a miss runs the plugin once per concurrent key (singleflight); errors are never cached;
+5. the response's ``cacheKeyType`` picks the cache key; ``cacheDuration`` (or the provider's
+   ``defaultCacheDuration``) of ``0`` means "do not cache".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from credprov._gofmt import go_quote
+from credprov.api import internal
+from credprov.cache import (
+    GLOBAL_CACHE_KEY,
+    CacheEntry,
+    CacheKeyError,
+    ExpirationCache,
+    generate_cache_key,
+    generate_service_account_cache_key,
+    generate_single_flight_key,
+)
+from credprov.clock import Clock, RealClock
+from credprov.images import parse_registry
+from credprov.keyring import ServiceAccountCoordinates
+from credprov.matching import urls_match_str
+from credprov.plugin.exec import ExecPlugin, PluginError
+from credprov.singleflight import Group
+
+log = logging.getLogger("credprov.plugin")
+
+
+@dataclass(frozen=True)
+class PodInfo:
+    """The pod a lookup is made for (only used by providers with ``tokenAttributes``)."""
+
+    namespace: str = ""
+    name: str = ""
+    uid: str = ""
+    service_account_name: str = ""
+
+
+@dataclass(frozen=True)
+class ServiceAccountInfo:
+    uid: str
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+class ServiceAccountError(Exception):
+    """The service account or its token could not be obtained."""
+
+
+class MissingAnnotationError(ServiceAccountError):
+    """A required service-account annotation is absent (the plugin is skipped quietly)."""
+
+
+#: ``(namespace, name) -> ServiceAccountInfo``; raises ServiceAccountError.
+GetServiceAccount = Callable[[str, str], ServiceAccountInfo]
+#: ``(namespace, sa_name, sa_uid, audience, pod_name, pod_uid) -> token``.
+GetServiceAccountToken = Callable[[str, str, str, str, str, str], str]
+
+
+@dataclass
+class ProvideResult:
+    """What one provider contributed to one lookup, for callers and for ``-o json``."""
+
+    name: str
+    matched: bool = False
+    executed: bool = False
+    cached: bool = False
+    cache_key_type: str | None = None
+    cache_duration: int | None = None
+    auth: dict[str, internal.AuthConfig] = field(default_factory=dict)
+    service_account: ServiceAccountCoordinates | None = None
+    error: str | None = None
+    skipped: str | None = None
+
+
+class PluginProvider:
+    """A provider from the config with its plugin, cache and singleflight group."""
+
+    def __init__(
+        self,
+        provider: internal.CredentialProvider,
+        plugin: ExecPlugin,
+        clock: Clock | None = None,
+        service_account_token_gate: bool = True,
+        get_service_account: GetServiceAccount | None = None,
+        get_service_account_token: GetServiceAccountToken | None = None,
+    ) -> None:
+        self.provider = provider
+        self.name = provider.name
+        self.plugin = plugin
+        self.clock = clock or RealClock()
+        self.cache = ExpirationCache(self.clock)
+        self._group: Group[internal.CredentialProviderResponse] = Group()
+        ta = provider.token_attributes
+        self.token_attributes = (
+            ta
+            if service_account_token_gate and ta is not None and ta.service_account_token_audience
+            else None
+        )
+        self.get_service_account = get_service_account
+        self.get_service_account_token = get_service_account_token
+        self.executions = 0
+        self._executions_lock = threading.Lock()
+
+    def is_image_allowed(self, image: str) -> bool:
+        return any(urls_match_str(m, image) for m in self.provider.match_images)
+
+    def provide(self, image: str, pod: PodInfo | None = None) -> ProvideResult:
+        """Credentials for ``image`` (already normalised by ``parse_image_name``)."""
+        result = ProvideResult(name=self.name)
+        if not self.is_image_allowed(image):
+            return result
+        result.matched = True
+        pod = pod or PodInfo()
+
+        token = ""
+        annotations: dict[str, str] = {}
+        sa_cache_key = ""
+        flight_key: bytes | str = image
+        ta = self.token_attributes
+        if ta is not None:
+            if not pod.service_account_name:
+                if ta.require_service_account:
+                    result.skipped = "provider requires a service account and the pod has none"
+                    log.debug("%s: %s", self.name, result.skipped)
+                    return result
+            else:
+                try:
+                    token, annotations, coords = self._service_account(pod, ta)
+                except MissingAnnotationError as exc:
+                    result.skipped = str(exc)
+                    log.debug("%s: %s", self.name, exc)
+                    return result
+                except ServiceAccountError as exc:
+                    result.error = str(exc)
+                    log.error("%s: %s", self.name, exc)
+                    return result
+                token_hash = _token_hash(token)
+                try:
+                    sa_cache_key = generate_service_account_cache_key(
+                        pod.namespace,
+                        pod.service_account_name,
+                        coords.uid,
+                        annotations,
+                        ta.cache_type,
+                        token_hash,
+                    )
+                    flight_key = generate_single_flight_key(image, token_hash, annotations)
+                except CacheKeyError as exc:
+                    result.error = f"error generating cache key: {exc}"
+                    return result
+                result.service_account = coords
+
+        try:
+            entry = self._cached(image, sa_cache_key)
+        except CacheKeyError as exc:
+            result.error = f"error generating cache key: {exc}"
+            return result
+        if entry is not None:
+            result.cached = True
+            result.auth = dict(entry.credentials)
+            result.cache_key_type = entry.cache_key_type
+            result.cache_duration = entry.meta.get("cache_duration")
+            return result
+
+        request = internal.CredentialProviderRequest(
+            image=image, service_account_token=token, service_account_annotations=annotations
+        )
+        result.executed = True
+        try:
+            response, _shared = self._group.do(flight_key, lambda: self._exec(request))
+        except PluginError as exc:
+            result.error = str(exc)
+            log.error(
+                "Failed getting credential from external registry credential provider: %s", exc
+            )
+            return result
+
+        if token and (ta is None or ta.cache_type != internal.TOKEN_CACHE_TYPE_TOKEN):
+            if any(a.password == token for a in response.auth.values()):
+                result.error = (
+                    "credential provider plugin returned the service account token as the "
+                    "password, which is not allowed when cacheType is not Token"
+                )
+                log.error("%s: %s", self.name, result.error)
+                return result
+
+        key_type = response.cache_key_type
+        if key_type == internal.CACHE_KEY_IMAGE:
+            base = image
+        elif key_type == internal.CACHE_KEY_REGISTRY:
+            base = parse_registry(image)
+        elif key_type == internal.CACHE_KEY_GLOBAL:
+            base = GLOBAL_CACHE_KEY
+        else:
+            result.error = (
+                "credential provider plugin did not return a valid cacheKeyType: "
+                + go_quote(key_type)
+            )
+            log.error("%s", result.error)
+            return result
+        result.cache_key_type = key_type
+        result.auth = dict(response.auth)
+        duration = response.cache_duration
+        if duration is None:
+            duration = self.provider.default_cache_duration or 0
+        result.cache_duration = duration
+        if response.cache_duration is not None and response.cache_duration == 0:
+            return result
+        if duration == 0:
+            return result
+        try:
+            key = generate_cache_key(base, sa_cache_key)
+        except CacheKeyError as exc:
+            result.error = f"error generating cache key: {exc}"
+            result.auth = {}
+            return result
+        self.cache.add(
+            CacheEntry(
+                key=key,
+                credentials=dict(response.auth),
+                expires_at=self.clock.now() + duration,
+                cache_key_type=key_type,
+                meta={"cache_duration": duration},
+            )
+        )
+        return result
+
+    def _exec(self, request: internal.CredentialProviderRequest) -> internal.CredentialProviderResponse:
+        with self._executions_lock:
+            self.executions += 1
+        return self.plugin.exec(request)
+
+    def _cached(self, image: str, sa_cache_key: str) -> CacheEntry | None:
+        self.cache.maybe_purge()
+        for base in (image, parse_registry(image), GLOBAL_CACHE_KEY):
+            entry = self.cache.get(generate_cache_key(base, sa_cache_key))
+            if entry is not None:
+                return entry
+        return None
+
+    def _service_account(
+        self, pod: PodInfo, ta: internal.ServiceAccountTokenAttributes
+    ) -> tuple[str, dict[str, str], ServiceAccountCoordinates]:
+        if self.get_service_account is None or self.get_service_account_token is None:
+            raise ServiceAccountError(
+                "provider needs a service account token, but no service account source is set"
+            )
+        sa = self.get_service_account(pod.namespace, pod.service_account_name)
+        annotations: dict[str, str] = {}
+        for key in ta.required_service_account_annotation_keys:
+            if key not in sa.annotations:
+                raise MissingAnnotationError(
+                    f"required annotation {key} not found on service account "
+                    f"{pod.namespace}/{pod.service_account_name}"
+                )
+            annotations[key] = sa.annotations[key]
+        for key in ta.optional_service_account_annotation_keys:
+            if key in sa.annotations:
+                annotations[key] = sa.annotations[key]
+        token = self.get_service_account_token(
+            pod.namespace,
+            pod.service_account_name,
+            sa.uid,
+            ta.service_account_token_audience,
+            pod.name,
+            pod.uid,
+        )
+        coords = ServiceAccountCoordinates(
+            uid=sa.uid, namespace=pod.namespace, name=pod.service_account_name
+        )
+        return token, annotations, coords
+
+
+def _token_hash(token: str) -> str:
+    if not token:
+        return ""
+    return "sha256:" + hashlib.sha256(token.encode("utf-8")).hexdigest()
