@@ -89,12 +89,11 @@ def _validate_exec_fields(provider: CredentialProvider, errs: list[fe.FieldError
     match_images_path = f"{_PROVIDERS}.matchImages"
     if not provider.match_images:
         errs.append(fe.required(match_images_path, "at least 1 item in matchImages is required"))
-    if provider.match_images:
-        # Imported here so that this module stays importable on its own; the URL parser
-        # is the keyring's, which is where a matchImage is used.
-        from credprov.matching import parse_schemeless_url
-
+    else:
+        # Imported on use: config validation should not pull in the image-matching code
+        # (and its imports) just to be loaded.
         from credprov._gourl import GoURLError
+        from credprov.matching import parse_schemeless_url
 
         for match_image in provider.match_images:
             try:
