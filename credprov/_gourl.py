@@ -176,8 +176,7 @@ _HEX = frozenset(b"0123456789abcdefABCDEF")
 # Bytes that Go's shouldEscape(c, encodeHost) leaves alone: unreserved, sub-delims,
 # and ":[]<>\"" which Go tolerates because the host includes the port and IP literal.
 _HOST_OK = frozenset(
-    b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-    b"-_.~!$&'()*+,;=:[]<>\""
+    b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~!$&'()*+,;=:[]<>\""
 )
 
 
@@ -414,8 +413,7 @@ def _parse_host(host: bytes, strict_ip_literals: bool) -> bytes:
 
 
 _USERINFO_OK = frozenset(
-    b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-    b"-._:~!$&'()*+,;=%@"
+    b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._:~!$&'()*+,;=%@"
 )
 
 

@@ -32,12 +32,12 @@ from credprov._gourl import AddrError, GoURL, GoURLError, go_quote, parse, split
 __all__ = [
     "MatchExplanation",
     "MatchPatternError",
+    "explain_match",
     "filepath_match",
     "parse_schemeless_url",
     "split_url",
     "urls_match",
     "urls_match_str",
-    "explain_match",
 ]
 
 _SEPARATOR = "/"
@@ -294,8 +294,10 @@ class _Label:
             raise MatchPatternError
         if self.literal:
             return self.pattern == name
-        if self.fullmatch is None or not name.isascii():
-            # Only the reference port knows how Go treats bytes that are not UTF-8.
+        if self.fullmatch is None or not name.isascii() or _SEPARATOR in name:
+            # The regex is exact only for ASCII names without '/': Go places chunks
+            # leftmost and lets a class consume '/', which a regex would backtrack
+            # over. Host labels never hold '/', so this is the cold path.
             return filepath_match(self.pattern, name)
         return self.fullmatch(name) is not None
 
@@ -346,11 +348,15 @@ def urls_match(glob_url: GoURL, target_url: GoURL) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Parsed:
+    """A parsed, split string with its host labels compiled as glob patterns."""
+
     url: GoURL | None
     error: GoURLError | None
     parts: tuple[str, ...]
     port: str
     path: str
+    path_ascii: bool
+    labels: tuple[_Label, ...]
 
 
 @lru_cache(maxsize=65536)
@@ -358,31 +364,27 @@ def _parsed(s: str) -> _Parsed:
     try:
         url = parse_schemeless_url(s)
     except GoURLError as err:
-        return _Parsed(None, err, (), "", "")
+        return _Parsed(None, err, (), "", "", True, ())
     parts, port = split_url(url)
-    return _Parsed(url, None, tuple(parts), port, url.path)
-
-
-@lru_cache(maxsize=8192)
-def _glob_labels(s: str) -> tuple[_Label, ...]:
-    return tuple(_label(p) for p in _parsed(s).parts)
+    labels = tuple(_label(p) for p in parts)
+    return _Parsed(url, None, tuple(parts), port, url.path, url.path.isascii(), labels)
 
 
 def urls_match_str(glob: str, target: str) -> bool:
     """``URLsMatchStr`` as callers use it: parse errors and bad patterns are no match."""
     g = _parsed(glob)
-    if g.url is None:
-        return False
     t = _parsed(target)
-    if t.url is None:
+    if g.url is None or t.url is None or g.port != t.port:
         return False
-    if g.port != t.port or len(g.parts) != len(t.parts):
+    parts = t.parts
+    if len(g.labels) != len(parts):
         return False
-    if not _has_prefix(t.path, g.path):
+    prefix = g.path
+    if prefix and not (t.path.startswith(prefix) if g.path_ascii else _has_prefix(t.path, prefix)):
         return False
     try:
-        for label, part in zip(_glob_labels(glob), t.parts, strict=True):
-            if not label.match(part):
+        for label, part in zip(g.labels, parts, strict=True):
+            if not (label.pattern == part if label.literal else label.match(part)):
                 return False
     except MatchPatternError:
         return False
@@ -410,7 +412,7 @@ def explain_match(glob: str, target: str) -> MatchExplanation:
             False,
             f"image path {go_quote(t.path)} does not start with pattern path {go_quote(g.path)}",
         )
-    for n, (label, part) in enumerate(zip(_glob_labels(glob), t.parts, strict=True), 1):
+    for n, (label, part) in enumerate(zip(g.labels, t.parts, strict=True), 1):
         try:
             ok = label.match(part)
         except MatchPatternError as err:
@@ -420,7 +422,6 @@ def explain_match(glob: str, target: str) -> MatchExplanation:
         if not ok:
             return MatchExplanation(
                 False,
-                f"host label {n} pattern {go_quote(label.pattern)} does not match "
-                f"{go_quote(part)}",
+                f"host label {n} pattern {go_quote(label.pattern)} does not match {go_quote(part)}",
             )
     return MatchExplanation(True, "pattern matches image")

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from credprov.cli._output import REDACTED, print_json
+from credprov.cli.main import add_common
 
 
 def add_parser(sub: Any) -> None:
@@ -29,6 +30,7 @@ def add_parser(sub: Any) -> None:
     validate.add_argument("path", metavar="PATH", help="config file or directory")
     add_feature_gates(validate)
     validate.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    add_common(validate)
     validate.set_defaults(run=run_validate)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from credprov.cli._output import print_json, secret, write_atomic
 from credprov.cli.config_cmd import add_feature_gates, feature_gates
+from credprov.cli.main import add_common
 
 
 def add_parser(sub: Any) -> None:
@@ -57,6 +58,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--metrics-out", metavar="FILE", help="write the Prometheus text exposition here"
     )
+    add_common(p)
     p.set_defaults(run=run)
 
 

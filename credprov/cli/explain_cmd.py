@@ -7,6 +7,7 @@ from typing import Any
 
 from credprov.cli._output import print_json
 from credprov.cli.config_cmd import add_feature_gates, feature_gates
+from credprov.cli.main import add_common
 
 
 def add_parser(sub: Any) -> None:
@@ -23,6 +24,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--config", required=True, metavar="PATH", help="provider config file or dir")
     add_feature_gates(p)
     p.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    add_common(p)
     p.set_defaults(run=run)
 
 

@@ -29,6 +29,24 @@ def _verbosity(value: str) -> int:
     return level
 
 
+def _add_verbosity(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "-v",
+        "--v",
+        dest="verbosity",
+        type=_verbosity,
+        default=default,
+        metavar="N",
+        help="log verbosity on stderr (0: none, 1: warnings and errors, 2: info, 4: debug); "
+        "secrets are never logged",
+    )
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    """Options every subcommand accepts after its name too (``credprov explain X -v 2``)."""
+    _add_verbosity(parser, default=argparse.SUPPRESS)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from credprov.cli import config_cmd, credentials_cmd, explain_cmd
 
@@ -41,16 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"credprov {__version__}")
-    parser.add_argument(
-        "-v",
-        "--v",
-        dest="verbosity",
-        type=_verbosity,
-        default=0,
-        metavar="N",
-        help="log verbosity on stderr (0: none, 1: errors, 2: info, 4: debug); "
-        "secrets are never logged",
-    )
+    _add_verbosity(parser, default=0)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     config_cmd.add_parser(sub)

@@ -14,7 +14,9 @@ PARSE_OK = [
         id="host-port-path",
     ),
     pytest.param(
-        "HTTPS://Registry.IO", GoURL(scheme="https", host="Registry.IO"), id="scheme-lowered-host-kept"
+        "HTTPS://Registry.IO",
+        GoURL(scheme="https", host="Registry.IO"),
+        id="scheme-lowered-host-kept",
     ),
     pytest.param(
         "https://user:pw@registry.io/x",
@@ -47,7 +49,9 @@ PARSE_OK = [
         id="path-unescaped",
     ),
     pytest.param(
-        "https://registry.io/a+b", GoURL(scheme="https", host="registry.io", path="/a+b"), id="plus-kept"
+        "https://registry.io/a+b",
+        GoURL(scheme="https", host="registry.io", path="/a+b"),
+        id="plus-kept",
     ),
     pytest.param(
         "https://registry.io:", GoURL(scheme="https", host="registry.io:"), id="empty-port"
@@ -63,7 +67,9 @@ PARSE_OK = [
         GoURL(scheme="https", host="reg", raw_query=".io/p"),
         id="question-mark-starts-query",
     ),
-    pytest.param("https://%c3%a9.io", GoURL(scheme="https", host="é.io"), id="host-non-ascii-escape"),
+    pytest.param(
+        "https://%c3%a9.io", GoURL(scheme="https", host="é.io"), id="host-non-ascii-escape"
+    ),
     pytest.param("https://é.io", GoURL(scheme="https", host="é.io"), id="host-raw-non-ascii"),
     pytest.param("https://[::1]:5000", GoURL(scheme="https", host="[::1]:5000"), id="ipv6-port"),
     pytest.param(
@@ -75,7 +81,9 @@ PARSE_OK = [
     pytest.param("*", GoURL(path="*"), id="star"),
     pytest.param("/rel/path", GoURL(path="/rel/path"), id="relative-path"),
     pytest.param("//host/p", GoURL(host="host", path="/p"), id="network-path"),
-    pytest.param("https://h/%ff", GoURL(scheme="https", host="h", path="/\udcff"), id="invalid-utf8-kept"),
+    pytest.param(
+        "https://h/%ff", GoURL(scheme="https", host="h", path="/\udcff"), id="invalid-utf8-kept"
+    ),
 ]
 
 
@@ -86,7 +94,9 @@ def test_parse_ok(raw: str, want: GoURL) -> None:
 
 PARSE_ERRORS = [
     pytest.param(
-        "https://%invalid%", 'parse "https://%invalid%": invalid URL escape "%in"', id="config-test-invalid"
+        "https://%invalid%",
+        'parse "https://%invalid%": invalid URL escape "%in"',
+        id="config-test-invalid",
     ),
     pytest.param("https://a%", 'parse "https://a%": invalid URL escape "%"', id="escape-truncated"),
     pytest.param("https://a%4", 'parse "https://a%4": invalid URL escape "%4"', id="escape-short"),
@@ -94,20 +104,30 @@ PARSE_ERRORS = [
         "https://%41.io", 'parse "https://%41.io": invalid URL escape "%41"', id="host-ascii-escape"
     ),
     pytest.param(
-        "https://h/%zé", 'parse "https://h/%zé": invalid URL escape "%z\\xc3"', id="escape-cuts-utf8"
+        "https://h/%zé",
+        'parse "https://h/%zé": invalid URL escape "%z\\xc3"',
+        id="escape-cuts-utf8",
     ),
     pytest.param(
         "https://a b", 'parse "https://a b": invalid character " " in host name', id="space-in-host"
     ),
     pytest.param(
-        "https://a{b}", 'parse "https://a{b}": invalid character "{" in host name', id="brace-in-host"
+        "https://a{b}",
+        'parse "https://a{b}": invalid character "{" in host name',
+        id="brace-in-host",
     ),
     pytest.param(
-        "https://a\\b", 'parse "https://a\\\\b": invalid character "\\\\" in host name', id="backslash"
+        "https://a\\b",
+        'parse "https://a\\\\b": invalid character "\\\\" in host name',
+        id="backslash",
     ),
-    pytest.param("https://a:x", 'parse "https://a:x": invalid port ":x" after host', id="port-alpha"),
     pytest.param(
-        "https://a:5000:x", 'parse "https://a:5000:x": invalid port ":x" after host', id="port-last-colon"
+        "https://a:x", 'parse "https://a:x": invalid port ":x" after host', id="port-alpha"
+    ),
+    pytest.param(
+        "https://a:5000:x",
+        'parse "https://a:5000:x": invalid port ":x" after host',
+        id="port-last-colon",
     ),
     pytest.param(
         "https://a:-1", 'parse "https://a:-1": invalid port ":-1" after host', id="port-negative"
@@ -115,7 +135,7 @@ PARSE_ERRORS = [
     pytest.param(
         "https://[::1]x", 'parse "https://[::1]x": invalid port "x" after host', id="ipv6-junk"
     ),
-    pytest.param("https://[::1", 'parse "https://[::1": missing \']\' in host', id="ipv6-unclosed"),
+    pytest.param("https://[::1", "parse \"https://[::1\": missing ']' in host", id="ipv6-unclosed"),
     pytest.param(
         "https://a\tb",
         'parse "https://a\\tb": net/url: invalid control character in URL',
@@ -127,7 +147,9 @@ PARSE_ERRORS = [
         id="control-del",
     ),
     pytest.param(
-        "https://ü@example.com/", 'parse "https://ü@example.com/": net/url: invalid userinfo', id="userinfo"
+        "https://ü@example.com/",
+        'parse "https://ü@example.com/": net/url: invalid userinfo',
+        id="userinfo",
     ),
     pytest.param(
         "https://u%zz@h", 'parse "https://u%zz@h": invalid URL escape "%zz"', id="userinfo-escape"
@@ -136,11 +158,15 @@ PARSE_ERRORS = [
         "https://h#%zz", 'parse "https://h#%zz": invalid URL escape "%zz"', id="fragment-whole-url"
     ),
     pytest.param(
-        "https://%zz#frag", 'parse "https://%zz": invalid URL escape "%zz"', id="host-error-without-fragment"
+        "https://%zz#frag",
+        'parse "https://%zz": invalid URL escape "%zz"',
+        id="host-error-without-fragment",
     ),
     pytest.param("://x", 'parse "://x": missing protocol scheme', id="missing-scheme"),
     pytest.param(
-        "1a:b/x", 'parse "1a:b/x": first path segment in URL cannot contain colon', id="colon-segment"
+        "1a:b/x",
+        'parse "1a:b/x": first path segment in URL cannot contain colon',
+        id="colon-segment",
     ),
 ]
 
@@ -193,7 +219,9 @@ STRICT = [
         'invalid host: ParseAddr("fe80::1%"): zone must be a non-empty string',
         id="empty-zone",
     ),
-    pytest.param("https://[1:2]", 'invalid host: ParseAddr("1:2"): address string too short', id="short"),
+    pytest.param(
+        "https://[1:2]", 'invalid host: ParseAddr("1:2"): address string too short', id="short"
+    ),
 ]
 
 
@@ -232,7 +260,9 @@ SPLIT_ERRORS = [
     pytest.param("[::1]", "address [::1]: missing port in address", id="ipv6-no-port"),
     pytest.param("[::1", "address [::1: missing ']' in address", id="ipv6-unclosed"),
     pytest.param("[::1]x:80", "address [::1]x:80: missing port in address", id="ipv6-junk"),
-    pytest.param("[::1]:80:90", "address [::1]:80:90: too many colons in address", id="ipv6-colons"),
+    pytest.param(
+        "[::1]:80:90", "address [::1]:80:90: too many colons in address", id="ipv6-colons"
+    ),
     pytest.param("a[b:80", "address a[b:80: unexpected '[' in address", id="stray-open"),
     pytest.param("a]b:80", "address a]b:80: unexpected ']' in address", id="stray-close"),
 ]

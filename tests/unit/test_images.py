@@ -79,9 +79,7 @@ ERRORS = [
     pytest.param("registry.io/x:" + "t" * 129, "invalid reference format", id="tag-129"),
     pytest.param("foo@sha256:abc", "invalid reference format", id="digest-too-short-for-regex"),
     pytest.param("foo\n", "invalid reference format", id="trailing-newline"),
-    pytest.param(
-        "foo@sha256:" + "a" * 32, "invalid checksum digest length", id="digest-length"
-    ),
+    pytest.param("foo@sha256:" + "a" * 32, "invalid checksum digest length", id="digest-length"),
     pytest.param(
         "foo@sha256:" + "A" * 64, "invalid checksum digest format", id="digest-uppercase-hex"
     ),
