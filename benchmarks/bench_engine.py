@@ -39,6 +39,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -117,9 +118,7 @@ def write_plugin(bin_dir: Path, name: str) -> None:
     path.chmod(0o755)
 
 
-def provider_entry(
-    name: str, match_images: list[str], env: dict[str, str]
-) -> dict[str, Any]:
+def provider_entry(name: str, match_images: list[str], env: dict[str, str]) -> dict[str, Any]:
     return {
         "name": name,
         "apiVersion": API_VERSION,
@@ -212,9 +211,10 @@ def bench_cache_hits(tmp: Path, repeats: int, profile: bool) -> dict[str, Any]:
     providers = register_credential_provider_plugins(str(config), str(bin_dir))
     engine = Engine(providers)
 
+    # Different registries never share a singleflight key, so the warm-up can overlap.
     warm_start = time.perf_counter()
-    for registry in registries():
-        engine.resolve(f"{registry}/warm/up:v1")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(engine.resolve, [f"{r}/warm/up:v1" for r in registries()]))
     warm_time = time.perf_counter() - warm_start
     warm_execs = sum(providers.executions().values())
 
@@ -356,11 +356,10 @@ def bench_singleflight(tmp: Path, repeats: int) -> dict[str, Any]:
         barrier = threading.Barrier(N_CONCURRENT + 1)
         got: list[int] = [0] * N_CONCURRENT
 
-        def worker(i: int, engine: Engine = engine, barrier: threading.Barrier = barrier) -> None:
-            barrier.wait()
-            got[i] = len(engine.resolve(image).credentials)
-
-        threads = [threading.Thread(target=worker, args=(i,)) for i in range(N_CONCURRENT)]
+        threads = [
+            threading.Thread(target=_lookup_after_barrier, args=(engine, image, barrier, got, i))
+            for i in range(N_CONCURRENT)
+        ]
         for t in threads:
             t.start()
         barrier.wait()
@@ -384,6 +383,13 @@ def bench_singleflight(tmp: Path, repeats: int) -> dict[str, Any]:
         "single_lookup_median_wall_seconds": median(single_walls),
         "all_single_lookup_wall_seconds": single_walls,
     }
+
+
+def _lookup_after_barrier(
+    engine: Engine, image: str, barrier: threading.Barrier, got: list[int], i: int
+) -> None:
+    barrier.wait()
+    got[i] = len(engine.resolve(image).credentials)
 
 
 def report_singleflight(r: dict[str, Any]) -> None:
@@ -477,13 +483,20 @@ def bench_cli(tmp: Path, cold_repeats: int, warm_repeats: int) -> dict[str, Any]
         'python -I -c "import json, sys"': ([py, "-I", "-c", "import json, sys"], env, b""),
         'python -c "import pydantic"': ([py, "-c", "import pydantic"], env, b""),
         "import credprov.cli.main + engine": (
-            [py, "-c", "import credprov.cli.main, credprov.cli.credentials_cmd, credprov.engine,"
-             " credprov.plugin.registry"],
+            [
+                py,
+                "-c",
+                "import credprov.cli.main, credprov.cli.credentials_cmd, credprov.engine,"
+                " credprov.plugin.registry",
+            ],
             env,
             b"",
         ),
-        "example plugin alone": ([str(EXAMPLE_BIN_DIR / "example-credential-provider")],
-                                 plugin_env, request),
+        "example plugin alone": (
+            [str(EXAMPLE_BIN_DIR / "example-credential-provider")],
+            plugin_env,
+            request,
+        ),
     }
 
     cold: list[float] = []
@@ -493,13 +506,14 @@ def bench_cli(tmp: Path, cold_repeats: int, warm_repeats: int) -> dict[str, Any]
     pyc = sum(1 for _ in src.rglob("*.pyc"))
 
     times: dict[str, list[float]] = {name: [] for name in commands}
-    for name, (cmd, cenv, stdin) in commands.items():
+    for cmd, cenv, stdin in commands.values():
         _run(cmd, cenv, tmp, stdin)  # one untimed run: bytecode and page cache warm
     for _ in range(warm_repeats):  # interleaved, so that ratios are side by side
         for name, (cmd, cenv, stdin) in commands.items():
             times[name].append(_run(cmd, cenv, tmp, stdin))
 
     return {
+        "import_self_seconds_by_package": _import_breakdown(get_credentials, env, tmp),
         "command": " ".join(get_credentials[1:]),
         "cold_repeats": cold_repeats,
         "warm_repeats": warm_repeats,
@@ -511,6 +525,28 @@ def bench_cli(tmp: Path, cold_repeats: int, warm_repeats: int) -> dict[str, Any]
             for name, values in times.items()
         },
     }
+
+
+def _import_breakdown(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
+    """Seconds of import time (self, not cumulative) of one warm run, by top-level package."""
+    proc = subprocess.run(
+        [cmd[0], "-X", "importtime", *cmd[1:]], env=env, cwd=cwd, capture_output=True, text=True
+    )
+    totals: dict[str, float] = {}
+    for line in proc.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        fields = line[len("import time:") :].split("|")
+        if len(fields) != 3:
+            continue
+        name = fields[2].strip()
+        top = name.split(".")[0]
+        if top.startswith("__editable__"):
+            top = "(editable-install finder)"
+        elif top not in ("credprov", "pydantic", "pydantic_core", "yaml", "prometheus_client"):
+            top = "(stdlib and others)"
+        totals[top] = totals.get(top, 0.0) + int(fields[0]) / 1e6
+    return dict(sorted(totals.items(), key=lambda kv: -kv[1]))
 
 
 def report_cli(r: dict[str, Any]) -> None:
@@ -536,6 +572,10 @@ def report_cli(r: dict[str, Any]) -> None:
         f"   ratios: warm/python floor {ratio(w, floor):.1f}x, warm/import pydantic "
         f"{ratio(w, pyd):.1f}x, cold/warm {ratio(cold, w):.2f}x"
     )
+    imports = r["import_self_seconds_by_package"]
+    total = sum(imports.values())
+    parts = ", ".join(f"{name} {fmt_s(sec)}" for name, sec in imports.items())
+    print(f"   imports of one warm run (-X importtime, one sample): {fmt_s(total)}: {parts}")
 
 
 # -- main ----------------------------------------------------------------------------------
@@ -560,7 +600,9 @@ def main(argv: list[str] | None = None) -> int:
         "--profile", action="store_true", help="print a cProfile of one Engine.resolve pass"
     )
     parser.add_argument(
-        "--only", choices=("cache", "singleflight", "cli"), action="append",
+        "--only",
+        choices=("cache", "singleflight", "cli"),
+        action="append",
         help="run only these sections (repeatable)",
     )
     args = parser.parse_args(argv)
