@@ -110,9 +110,7 @@ class ExpirationCache:
         with self._lock:
             if now <= self._last_purge + CACHE_PURGE_INTERVAL:
                 return False
-            self._entries = {
-                k: e for k, e in self._entries.items() if not self._expired(e, now)
-            }
+            self._entries = {k: e for k, e in self._entries.items() if not self._expired(e, now)}
             self._last_purge = now
             return True
 

@@ -53,7 +53,7 @@ def parse_duration(text: str) -> int:
         raise DurationError(f"time: invalid duration {go_quote(orig)}")
     total = 0
     while s:
-        if not (s[0] == "." or s[0].isdigit() and s[0].isascii()):
+        if not (s[0] == "." or (s[0].isdigit() and s[0].isascii())):
             raise DurationError(f"time: invalid duration {go_quote(orig)}")
         i = 0
         while i < len(s) and s[i].isascii() and s[i].isdigit():

@@ -306,7 +306,9 @@ def make_pull_secret_keyring(secrets: Iterable[Mapping[str, Any]]) -> DockerKeyr
                 try:
                     doc = json.loads(payload)
                 except (ValueError, RecursionError):
-                    raise KeyringError(f"{where}: {DOCKER_CONFIG_JSON_KEY} is not valid JSON") from None
+                    raise KeyringError(
+                        f"{where}: {DOCKER_CONFIG_JSON_KEY} is not valid JSON"
+                    ) from None
                 if not isinstance(doc, dict):
                     raise KeyringError(f"{where}: {DOCKER_CONFIG_JSON_KEY} is not a JSON object")
                 auths = doc.get("auths") or {}

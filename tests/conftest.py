@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -80,6 +79,3 @@ def provider(
 
 def has_tool(name: str) -> bool:
     return shutil.which(name) is not None
-
-
-

@@ -194,10 +194,7 @@ def is_json(data: bytes | str) -> bool:
 
 def load_document(data: bytes | str) -> Document:
     """Parse JSON or YAML into plain data, noting duplicate keys as strict errors."""
-    if isinstance(data, bytes):
-        text = data.decode("utf-8", "replace")
-    else:
-        text = data
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
     dups = _DuplicateKeys()
     if is_json(text):
         parsed = _parse_json(text, dups)

@@ -77,7 +77,9 @@ def run_validate(args: argparse.Namespace) -> int:
         return 0
     print(f"valid: {len(providers)} provider(s), hash {config_hash}")
     for p in providers:
-        print(f"  {p['name']} ({p['apiVersion']}, defaultCacheDuration {p['defaultCacheDuration']})")
+        print(
+            f"  {p['name']} ({p['apiVersion']}, defaultCacheDuration {p['defaultCacheDuration']})"
+        )
         for image in p["matchImages"]:
             print(f"    matchImages: {image}")
         if "tokenAttributes" in p:

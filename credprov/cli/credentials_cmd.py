@@ -245,7 +245,9 @@ def run(args: argparse.Namespace) -> int:
                 status = f"skipped: {p['skipped']}"
             else:
                 how = "cached" if p["cached"] else "executed"
-                status = f"{how}, cacheKeyType={p['cacheKeyType']} cacheDuration={p['cacheDuration']}"
+                status = (
+                    f"{how}, cacheKeyType={p['cacheKeyType']} cacheDuration={p['cacheDuration']}"
+                )
             print(f"  provider {p['name']}: {status}")
     if failed:
         print("credprov: some images could not be resolved (see above)", file=sys.stderr)

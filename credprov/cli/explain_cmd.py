@@ -39,9 +39,9 @@ def run(args: argparse.Namespace) -> int:
         repo = parse_image_name(args.image)
     except InvalidImageError as exc:
         raise CLIError(f"invalid image {args.image!r}: {exc}") from None
-    providers = []
+    providers: list[dict[str, Any]] = []
     for provider in config.providers:
-        patterns = []
+        patterns: list[dict[str, Any]] = []
         for pattern in provider.match_images:
             explanation = explain_match(pattern, repo)
             patterns.append(

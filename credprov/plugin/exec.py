@@ -220,7 +220,9 @@ class ExecPlugin:
         if self.metrics is not None:
             self.metrics.count_error(self.name)
 
-    def exec(self, request: internal.CredentialProviderRequest) -> internal.CredentialProviderResponse:
+    def exec(
+        self, request: internal.CredentialProviderRequest
+    ) -> internal.CredentialProviderResponse:
         """Run the plugin and decode its response as the kubelet does.
 
         Raises:

@@ -190,14 +190,18 @@ class PluginProvider:
             )
             return result
 
-        if token and (ta is None or ta.cache_type != internal.TOKEN_CACHE_TYPE_TOKEN):
-            if any(a.password == token for a in response.auth.values()):
-                result.error = (
-                    "credential provider plugin returned the service account token as the "
-                    "password, which is not allowed when cacheType is not Token"
-                )
-                log.error("%s: %s", self.name, result.error)
-                return result
+        echo_allowed = ta is not None and ta.cache_type == internal.TOKEN_CACHE_TYPE_TOKEN
+        if (
+            token
+            and not echo_allowed
+            and any(a.password == token for a in response.auth.values())
+        ):
+            result.error = (
+                "credential provider plugin returned the service account token as the "
+                "password, which is not allowed when cacheType is not Token"
+            )
+            log.error("%s: %s", self.name, result.error)
+            return result
 
         key_type = response.cache_key_type
         if key_type == internal.CACHE_KEY_IMAGE:
@@ -240,7 +244,9 @@ class PluginProvider:
         )
         return result
 
-    def _exec(self, request: internal.CredentialProviderRequest) -> internal.CredentialProviderResponse:
+    def _exec(
+        self, request: internal.CredentialProviderRequest
+    ) -> internal.CredentialProviderResponse:
         with self._executions_lock:
             self.executions += 1
         return self.plugin.exec(request)

@@ -50,7 +50,9 @@ def test_validate_ok_json(capsys: pytest.CaptureFixture[str], setup: tuple[Path,
 
 
 def test_validate_error_text(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    cfg = write_config(tmp_path / "c.json", [provider("a/b"), provider("x", default_cache_duration="-1m")])
+    cfg = write_config(
+        tmp_path / "c.json", [provider("a/b"), provider("x", default_cache_duration="-1m")]
+    )
     code, out, err = run(capsys, "config", "validate", str(cfg))
     assert code == 1 and out == ""
     assert err.strip() == (
@@ -61,7 +63,11 @@ def test_validate_error_text(capsys: pytest.CaptureFixture[str], tmp_path: Path)
 
 
 def test_validate_feature_gate_off(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    attrs = {"serviceAccountTokenAudience": "a", "cacheType": "Token", "requireServiceAccount": True}
+    attrs = {
+        "serviceAccountTokenAudience": "a",
+        "cacheType": "Token",
+        "requireServiceAccount": True,
+    }
     cfg = write_config(tmp_path / "c.json", [provider("p", tokenAttributes=attrs)])
     assert run(capsys, "config", "validate", str(cfg))[0] == 0
     code, _, err = run(
@@ -137,8 +143,14 @@ def test_get_credentials_json(capsys: pytest.CaptureFixture[str], setup: tuple[P
 def test_show_secrets(capsys: pytest.CaptureFixture[str], setup: tuple[Path, Path]) -> None:
     cfg, bin_dir = setup
     _, out, _ = run(
-        capsys, "get-credentials", "a.registry.io/x", "--config", str(cfg), "--bin-dir",
-        str(bin_dir), "--show-secrets",
+        capsys,
+        "get-credentials",
+        "a.registry.io/x",
+        "--config",
+        str(cfg),
+        "--bin-dir",
+        str(bin_dir),
+        "--show-secrets",
     )
     assert CANARY in out
 
@@ -149,8 +161,19 @@ def test_failing_provider_exit_1_others_continue(
     cfg, bin_dir = setup
     metrics = tmp_path / "metrics.txt"
     code, out, _ = run(
-        capsys, "get-credentials", "fail.registry.io/x", "--config", str(cfg), "--bin-dir",
-        str(bin_dir), "-o", "json", "--metrics-out", str(metrics), "-v", "2",
+        capsys,
+        "get-credentials",
+        "fail.registry.io/x",
+        "--config",
+        str(cfg),
+        "--bin-dir",
+        str(bin_dir),
+        "-o",
+        "json",
+        "--metrics-out",
+        str(metrics),
+        "-v",
+        "2",
     )
     assert code == 1
     providers = json.loads(out)["images"][0]["providers"]
@@ -166,11 +189,23 @@ def test_pull_secret_and_node_config(
 ) -> None:
     cfg, bin_dir = setup
     node = tmp_path / "node-docker-config.json"
-    node.write_text(json.dumps({"auths": {"a.registry.io": {"username": "node", "password": CANARY}}}))
+    node.write_text(
+        json.dumps({"auths": {"a.registry.io": {"username": "node", "password": CANARY}}})
+    )
     code, out, err = run(
-        capsys, "get-credentials", "a.registry.io/x", "--config", str(cfg), "--bin-dir",
-        str(bin_dir), "--pull-secret", str(REPO / "config" / "pull-secret.yaml"),
-        "--node-docker-config", str(node), "-o", "json",
+        capsys,
+        "get-credentials",
+        "a.registry.io/x",
+        "--config",
+        str(cfg),
+        "--bin-dir",
+        str(bin_dir),
+        "--pull-secret",
+        str(REPO / "config" / "pull-secret.yaml"),
+        "--node-docker-config",
+        str(node),
+        "-o",
+        "json",
     )
     assert code == 0, out + err
     sources = [c["source"] for c in json.loads(out)["images"][0]["credentials"]]
@@ -183,8 +218,17 @@ def test_parallel_lookups_share_one_singleflight(
     cfg, bin_dir = setup
     images = ["a.registry.io/same:1"] * 8
     code, out, _ = run(
-        capsys, "get-credentials", *images, "--config", str(cfg), "--bin-dir", str(bin_dir),
-        "--parallel", "8", "-o", "json",
+        capsys,
+        "get-credentials",
+        *images,
+        "--config",
+        str(cfg),
+        "--bin-dir",
+        str(bin_dir),
+        "--parallel",
+        "8",
+        "-o",
+        "json",
     )
     assert code == 0
     assert json.loads(out)["executions"]["good"] == 1
@@ -193,7 +237,13 @@ def test_parallel_lookups_share_one_singleflight(
 def test_invalid_image(capsys: pytest.CaptureFixture[str], setup: tuple[Path, Path]) -> None:
     cfg, bin_dir = setup
     code, out, _ = run(
-        capsys, "get-credentials", "UPPER/Case", "--config", str(cfg), "--bin-dir", str(bin_dir),
+        capsys,
+        "get-credentials",
+        "UPPER/Case",
+        "--config",
+        str(cfg),
+        "--bin-dir",
+        str(bin_dir),
     )
     assert code == 1 and "must be lowercase" in out
 
@@ -214,11 +264,26 @@ def test_explain(capsys: pytest.CaptureFixture[str], setup: tuple[Path, Path]) -
         ["get-credentials", "x", "--config", "c", "--bin-dir", "/nonexistent"],
         ["explain", "x", "--config", "/nonexistent"],
         ["get-credentials", "x", "--config", "c", "--bin-dir", "/", "--plugin-timeout", "soon"],
-        ["get-credentials", "x", "--config", "c", "--bin-dir", "/", "--pull-secret", "/nonexistent"],
+        [
+            "get-credentials",
+            "x",
+            "--config",
+            "c",
+            "--bin-dir",
+            "/",
+            "--pull-secret",
+            "/nonexistent",
+        ],
         ["config", "validate", "/etc", "--feature-gates", "Bogus=true"],
     ],
-    ids=["missing-config", "missing-bin-dir", "explain-missing", "bad-timeout", "bad-secret",
-         "bad-gate"],
+    ids=[
+        "missing-config",
+        "missing-bin-dir",
+        "explain-missing",
+        "bad-timeout",
+        "bad-secret",
+        "bad-gate",
+    ],
 )
 def test_errors_are_one_line_subprocess(argv: list[str]) -> None:
     proc = subprocess.run(
@@ -234,8 +299,16 @@ def test_canary_never_logged_at_max_verbosity(
 ) -> None:
     cfg, bin_dir = setup
     code, out, err = run(
-        capsys, "-v", "9", "get-credentials", "a.registry.io/x", "fail.registry.io/y",
-        "--config", str(cfg), "--bin-dir", str(bin_dir),
+        capsys,
+        "-v",
+        "9",
+        "get-credentials",
+        "a.registry.io/x",
+        "fail.registry.io/y",
+        "--config",
+        str(cfg),
+        "--bin-dir",
+        str(bin_dir),
     )
     assert code == 1
     assert CANARY not in out and CANARY not in err

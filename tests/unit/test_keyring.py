@@ -58,7 +58,11 @@ def test_normalize_key(location: str, key: str | None) -> None:
         (["quay.io"], "quay.io:5000/x", []),
         (["quay.io:5000"], "quay.io/x", []),
         (["quay.io/pong"], "quay.io/pongz/x", ["quay.io/pong"]),
-        (["https://index.docker.io/v1/"], "docker.io/library/nginx", ["https://index.docker.io/v1/"]),
+        (
+            ["https://index.docker.io/v1/"],
+            "docker.io/library/nginx",
+            ["https://index.docker.io/v1/"],
+        ),
         (["https://index.docker.io/v1/"], "foo/bar", ["https://index.docker.io/v1/"]),
         (["https://index.docker.io/v1/"], "quay.io/bar", []),
         (["docker.io"], "docker.io/library/nginx", ["docker.io"]),

@@ -20,7 +20,10 @@ REQ = internal.CredentialProviderRequest(image="test.registry.io/foobar")
 
 def make(bin_dir: Path, mode: str = "ok", api_version: str = V1, **env: str) -> ExecPlugin:
     path = install_fake_plugin(bin_dir, "fake")
-    env_vars = [internal.ExecEnvVar("FAKE_MODE", mode), internal.ExecEnvVar("FAKE_PASSWORD", CANARY)]
+    env_vars = [
+        internal.ExecEnvVar("FAKE_MODE", mode),
+        internal.ExecEnvVar("FAKE_PASSWORD", CANARY),
+    ]
     env_vars += [internal.ExecEnvVar(k, v) for k, v in env.items()]
     return ExecPlugin(
         name="fake",

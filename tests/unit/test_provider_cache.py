@@ -35,7 +35,9 @@ class ScriptedPlugin:
     delay: threading.Event | None = None
     name: str = "scripted"
 
-    def exec(self, request: internal.CredentialProviderRequest) -> internal.CredentialProviderResponse:
+    def exec(
+        self, request: internal.CredentialProviderRequest
+    ) -> internal.CredentialProviderResponse:
         self.calls.append(request)
         if self.delay is not None:
             self.delay.wait(5)
@@ -113,8 +115,15 @@ def test_cache_key_types(clock: FakeClock, key_type: str, second_image: str, hit
         (None, 0, 0, False),  # no duration and default 0: never cached
         (-MINUTE, 10 * MINUTE, 0, False),  # negative: already expired
     ],
-    ids=["default-edge", "default-expired", "response-live", "response-expired",
-         "zero-response", "zero-default", "negative"],
+    ids=[
+        "default-edge",
+        "default-expired",
+        "response-live",
+        "response-expired",
+        "zero-response",
+        "zero-default",
+        "negative",
+    ],
 )
 def test_expiry_timeline(
     clock: FakeClock, duration: int | None, default: int, step: int, cached: bool
@@ -164,7 +173,9 @@ def test_errors_are_not_cached(clock: FakeClock) -> None:
     assert len(plugin.calls) == 2
 
 
-@pytest.mark.parametrize("key_type", ["", "image", "Repository"], ids=["empty", "lowercase", "other"])
+@pytest.mark.parametrize(
+    "key_type", ["", "image", "Repository"], ids=["empty", "lowercase", "other"]
+)
 def test_invalid_cache_key_type_drops_response(clock: FakeClock, key_type: str) -> None:
     plugin = ScriptedPlugin([response(key_type)])
     p = make_provider(plugin, clock)
@@ -373,8 +384,6 @@ def test_token_echo_check(clock: FakeClock, cache_type: str, rejected: bool) -> 
 
 def test_gate_off_ignores_token_attributes(clock: FakeClock) -> None:
     plugin = ScriptedPlugin([response()])
-    p = make_provider(
-        plugin, clock, token_attributes=sa_attrs(), service_account_token_gate=False
-    )
+    p = make_provider(plugin, clock, token_attributes=sa_attrs(), service_account_token_gate=False)
     res = p.provide("a.registry.io/foo", PodInfo("ns", "pod", "uid", ""))
     assert res.auth and plugin.calls[0].service_account_token == ""

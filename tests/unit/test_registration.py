@@ -59,7 +59,9 @@ def test_providers_in_config_order_and_hash_metric(tmp_path: Path, bin_dir: Path
     assert [p.name for p in providers.providers] == ["zeta", "alpha"]
     text = metrics.exposition().decode()
     assert f'kubelet_credential_provider_config_info{{hash="{providers.config_hash}"}} 1.0' in text
-    assert "# HELP kubelet_credential_provider_config_info [ALPHA] Information about the last" in text
+    assert (
+        "# HELP kubelet_credential_provider_config_info [ALPHA] Information about the last" in text
+    )
 
 
 def test_earlier_provider_first_for_same_key(tmp_path: Path, bin_dir: Path) -> None:
