@@ -60,20 +60,16 @@ N_PROVIDERS = 5
 N_CONCURRENT = 100
 PLUGIN_SLEEP = 0.2
 
-# A fake plugin: stdlib only and started with ``-IS`` so that start-up stays small. It
-# counts its runs in BENCH_COUNTER (one line each, O_APPEND) so that the execution count
-# is checked outside the engine too.
+# A fake plugin: stdlib only and started with ``-IS`` so that start-up stays small. Each run
+# appends "<start> <end>" (wall clock, after interpreter start-up) to BENCH_COUNTER, so the
+# execution count is checked outside the engine too, and its run time can be placed.
 PLUGIN_SOURCE = """\
 import json
 import os
 import sys
 import time
 
-counter = os.environ.get("BENCH_COUNTER")
-if counter:
-    fd = os.open(counter, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    os.write(fd, b"x\\n")
-    os.close(fd)
+started = time.time()
 request = json.loads(sys.stdin.buffer.read())
 sleep = float(os.environ.get("BENCH_SLEEP") or 0)
 if sleep:
@@ -89,6 +85,11 @@ json.dump(
     },
     sys.stdout,
 )
+counter = os.environ.get("BENCH_COUNTER")
+if counter:
+    fd = os.open(counter, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.write(fd, f"{started} {time.time()}\\n".encode())
+    os.close(fd)
 """
 
 
@@ -138,11 +139,12 @@ def write_config(path: Path, providers: list[dict[str, Any]]) -> None:
     path.write_text(json.dumps(doc, indent=2))
 
 
-def count_lines(path: Path) -> int:
+def plugin_spans(path: Path) -> list[tuple[float, float]]:
     try:
-        return len(path.read_bytes().splitlines())
+        lines = path.read_text().splitlines()
     except FileNotFoundError:
-        return 0
+        return []
+    return [(float(a), float(b)) for a, b in (line.split() for line in lines)]
 
 
 def registries() -> list[str]:
@@ -183,12 +185,33 @@ MATCH_IMAGES = {
 }
 
 
-def timed_pass(fn: Callable[[str], object], items: list[str]) -> float:
-    gc.collect()
-    start = time.perf_counter()
-    for item in items:
-        fn(item)
-    return time.perf_counter() - start
+BLOCK = 500
+
+
+def timed_interleaved(
+    stages: dict[str, Callable[[str], object]], inputs: dict[str, list[str]], repeats: int
+) -> dict[str, list[float]]:
+    """Seconds per full pass of each stage over its inputs, one value per repeat.
+
+    The stages take turns every BLOCK items, so that they share the machine's noise at a
+    fine grain and their ratios hold even when absolute times swing.
+    """
+    times: dict[str, list[float]] = {name: [] for name in stages}
+    n = len(next(iter(inputs.values())))
+    clock = time.perf_counter
+    for _ in range(repeats):
+        gc.collect()
+        acc = dict.fromkeys(stages, 0.0)
+        for lo in range(0, n, BLOCK):
+            for name, fn in stages.items():
+                block = inputs[name][lo : lo + BLOCK]
+                start = clock()
+                for item in block:
+                    fn(item)
+                acc[name] += clock() - start
+        for name, total in acc.items():
+            times[name].append(total)
+    return times
 
 
 # -- 1. cache-hit lookups ------------------------------------------------------------------
@@ -230,19 +253,18 @@ def bench_cache_hits(tmp: Path, repeats: int, profile: bool) -> dict[str, Any]:
 
     stages: dict[str, Callable[[str], object]] = {
         "Engine.resolve(image)": engine.resolve,
-        "parse_image_name(image)": parse_image_name,
+        # Unwrapped: cycling through 10,000 images, its 4,096-entry LRU cache always misses
+        # inside resolve, but here it would hit on the names resolve has just parsed.
+        "parse_image_name(image), uncached": parse_image_name.__wrapped__,
         "CredentialProviders.lookup(repo)": providers.lookup,
         "5 x PluginProvider.provide(repo)": provide_all,
         "DockerKeyring.lookup(repo), 100 keys": keyring.lookup,
     }
     inputs = {name: imgs if "(image)" in name else repos for name in stages}
-    times: dict[str, list[float]] = {name: [] for name in stages}
-    for _ in range(repeats):  # interleaved, so that every stage sees the same noise
-        for name, fn in stages.items():
-            times[name].append(timed_pass(fn, inputs[name]))
+    times = timed_interleaved(stages, inputs, repeats)
 
     execs_after = sum(providers.executions().values())
-    plugin_runs = sum(count_lines(p) for p in counters.values())
+    plugin_runs = sum(len(plugin_spans(p)) for p in counters.values())
     result: dict[str, Any] = {
         "images": len(imgs),
         "registries": N_REGISTRIES,
@@ -256,10 +278,12 @@ def bench_cache_hits(tmp: Path, repeats: int, profile: bool) -> dict[str, Any]:
         "credentials_per_image": creds_per_image,
         "stages": {},
     }
+    full = times["Engine.resolve(image)"]
     for name, values in times.items():
         med = median(values)
         result["stages"][name] = {
             "median_seconds_per_pass": med,
+            "median_share_of_resolve": median(v / f for v, f in zip(values, full, strict=True)),
             "all_seconds_per_pass": values,
             "per_second": len(imgs) / med,
             "microseconds_each": med / len(imgs) * 1e6,
@@ -306,16 +330,15 @@ def report_cache_hits(r: dict[str, Any]) -> None:
         f"   plugin executions while timing: {extra}{'' if extra == 0 else '  UNEXPECTED'}; "
         f"credentials per image: {r['credentials_per_image']}"
     )
-    full = r["stages"]["Engine.resolve(image)"]["microseconds_each"]
     print(f"   {'stage':<40} {'lookups/s':>12} {'µs each':>10} {'% of resolve':>13}")
     for name, s in r["stages"].items():
-        share = 100 * s["microseconds_each"] / full
+        share = 100 * s["median_share_of_resolve"]
         print(
             f"   {name:<40} {s['per_second']:>12,.0f} {s['microseconds_each']:>10.1f} "
             f"{share:>12.0f}%"
         )
-    keyring = r["stages"]["DockerKeyring.lookup(repo), 100 keys"]["microseconds_each"]
-    print(f"   ratio resolve / keyring-alone: {ratio(full, keyring):.1f}x")
+    keyring = r["stages"]["DockerKeyring.lookup(repo), 100 keys"]["median_share_of_resolve"]
+    print(f"   ratio resolve / keyring-alone: {ratio(1, keyring):.1f}x")
     if "profile" in r:
         print("   cProfile of one Engine.resolve pass (top functions by own time):")
         for line in r["profile"].splitlines():
@@ -335,6 +358,8 @@ def bench_singleflight(tmp: Path, repeats: int) -> dict[str, Any]:
     concurrent_runs: list[int] = []
     concurrent_creds: list[int] = []
     single_walls: list[float] = []
+    before: list[float] = []
+    after: list[float] = []
 
     def setup(tag: str) -> tuple[Engine, CredentialProviders, Path]:
         counter = tmp / f"slow-{tag}.count"
@@ -362,13 +387,22 @@ def bench_singleflight(tmp: Path, repeats: int) -> dict[str, Any]:
         ]
         for t in threads:
             t.start()
+        gc.collect()
         barrier.wait()
         start = time.perf_counter()
+        released = time.time()
         for t in threads:
             t.join()
         concurrent_walls.append(time.perf_counter() - start)
+        finished = time.time()
         concurrent_execs.append(providers.executions()["slow-provider"])
-        concurrent_runs.append(count_lines(counter))
+        spans = plugin_spans(counter)
+        concurrent_runs.append(len(spans))
+        if spans:
+            # Before the plugin's own code ran: fork/exec and interpreter start-up; after it
+            # ended: reading its output, decoding, caching, and the 99 waiters' own work.
+            before.append(min(s for s, _ in spans) - released)
+            after.append(finished - max(e for _, e in spans))
         concurrent_creds.append(sum(1 for n in got if n))
 
     return {
@@ -379,6 +413,8 @@ def bench_singleflight(tmp: Path, repeats: int) -> dict[str, Any]:
         "plugin_runs_counted_by_plugin": concurrent_runs,
         "lookups_with_credentials": concurrent_creds,
         "median_wall_seconds": median(concurrent_walls),
+        "median_before_plugin_code_seconds": median(before) if before else None,
+        "median_after_plugin_code_seconds": median(after) if after else None,
         "all_wall_seconds": concurrent_walls,
         "single_lookup_median_wall_seconds": median(single_walls),
         "all_single_lookup_wall_seconds": single_walls,
@@ -415,6 +451,12 @@ def report_singleflight(r: dict[str, Any]) -> None:
         f"   wall time: {fmt_s(wall)} for {r['threads']} lookups vs {fmt_s(single)} for one "
         f"lookup alone (ratio {ratio(wall, single):.2f}x)"
     )
+    if r["median_before_plugin_code_seconds"] is not None:
+        print(
+            f"   of which: {fmt_s(r['median_before_plugin_code_seconds'])} from release to the "
+            f"plugin's first line, {fmt_s(r['median_after_plugin_code_seconds'])} from its "
+            "last line until every lookup returned"
+        )
 
 
 # -- 3. CLI wall time ----------------------------------------------------------------------
@@ -499,27 +541,35 @@ def bench_cli(tmp: Path, cold_repeats: int, warm_repeats: int) -> dict[str, Any]
         ),
     }
 
+    # Cold runs are spread over the warm rounds, so that cold/warm is side by side too.
+    cold_rounds = {i * warm_repeats // cold_repeats for i in range(cold_repeats)}
     cold: list[float] = []
-    for _ in range(cold_repeats):
-        _remove_pycache(src)
-        cold.append(_run(get_credentials, env, tmp))
-    pyc = sum(1 for _ in src.rglob("*.pyc"))
-
+    cold_imports: list[float] = []
+    pyc = 0
+    import_only = commands["import credprov.cli.main + engine"]
     times: dict[str, list[float]] = {name: [] for name in commands}
     for cmd, cenv, stdin in commands.values():
         _run(cmd, cenv, tmp, stdin)  # one untimed run: bytecode and page cache warm
-    for _ in range(warm_repeats):  # interleaved, so that ratios are side by side
+    for i in range(warm_repeats):
+        if i in cold_rounds:
+            _remove_pycache(src)
+            cold.append(_run(get_credentials, env, tmp))
+            pyc = sum(1 for _ in src.rglob("*.pyc"))
+            _remove_pycache(src)
+            cold_imports.append(_run(import_only[0], env, tmp))
         for name, (cmd, cenv, stdin) in commands.items():
             times[name].append(_run(cmd, cenv, tmp, stdin))
 
     return {
-        "import_self_seconds_by_package": _import_breakdown(get_credentials, env, tmp),
+        "import_seconds_by_cause": _import_breakdown(get_credentials, env, tmp),
         "command": " ".join(get_credentials[1:]),
         "cold_repeats": cold_repeats,
         "warm_repeats": warm_repeats,
         "pyc_files_written_by_cold_run": pyc,
         "cold_median_seconds": median(cold),
         "all_cold_seconds": cold,
+        "cold_import_median_seconds": median(cold_imports),
+        "all_cold_import_seconds": cold_imports,
         "warm": {
             name: {"median_seconds": median(values), "all_seconds": values}
             for name, values in times.items()
@@ -527,25 +577,54 @@ def bench_cli(tmp: Path, cold_repeats: int, warm_repeats: int) -> dict[str, Any]
     }
 
 
+_IMPORT_OWNERS = {
+    "pydantic": "pydantic",
+    "pydantic_core": "pydantic",
+    "yaml": "yaml",
+    "prometheus_client": "prometheus_client",
+}
+
+
 def _import_breakdown(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
-    """Seconds of import time (self, not cumulative) of one warm run, by top-level package."""
+    """Seconds of import time of one warm run, by the package that caused each import.
+
+    ``-X importtime`` prints each module after its children, indented by depth. A module
+    is charged to its nearest enclosing dependency (so the stdlib modules prometheus_client
+    pulls in count as prometheus_client), else to credprov, else to interpreter start-up.
+    """
     proc = subprocess.run(
         [cmd[0], "-X", "importtime", *cmd[1:]], env=env, cwd=cwd, capture_output=True, text=True
     )
-    totals: dict[str, float] = {}
+    stack: list[tuple[int, str, int, list[Any]]] = []
     for line in proc.stderr.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
             continue
         fields = line[len("import time:") :].split("|")
         if len(fields) != 3:
             continue
-        name = fields[2].strip()
+        raw = fields[2][1:]
+        level = (len(raw) - len(raw.lstrip(" "))) // 2
+        children: list[Any] = []
+        while stack and stack[-1][0] > level:
+            children.insert(0, stack.pop())
+        stack.append((level, raw.strip(), int(fields[0]), children))
+
+    totals: dict[str, float] = {}
+
+    def charge(node: tuple[int, str, int, list[Any]], owner: str | None) -> None:
+        _, name, self_us, kids = node
         top = name.split(".")[0]
-        if top.startswith("__editable__"):
-            top = "(editable-install finder)"
-        elif top not in ("credprov", "pydantic", "pydantic_core", "yaml", "prometheus_client"):
-            top = "(stdlib and others)"
-        totals[top] = totals.get(top, 0.0) + int(fields[0]) / 1e6
+        if top in _IMPORT_OWNERS:
+            owner = _IMPORT_OWNERS[top]
+        elif top == "credprov" and owner is None:
+            owner = "credprov"
+        key = owner or "start-up (site, runpy, finders)"
+        totals[key] = totals.get(key, 0.0) + self_us / 1e6
+        for kid in kids:
+            charge(kid, owner)
+
+    for root in stack:
+        charge(root, None)
     return dict(sorted(totals.items(), key=lambda kv: -kv[1]))
 
 
@@ -563,6 +642,12 @@ def report_cli(r: dict[str, Any]) -> None:
         f"   {'get-credentials (cold, no bytecode)':<40} {fmt_s(cold):>10}   "
         f"({r['pyc_files_written_by_cold_run']} .pyc written)"
     )
+    cold_import = r["cold_import_median_seconds"]
+    warm_import = warm["import credprov.cli.main + engine"]["median_seconds"]
+    print(
+        f"   {'import credprov.cli.main + engine (cold)':<40} {fmt_s(cold_import):>10}   "
+        f"(bytecode compile costs about {fmt_s(cold_import - warm_import)})"
+    )
     for name, s in warm.items():
         print(
             f"   {name:<40} {fmt_s(s['median_seconds']):>10}   "
@@ -572,10 +657,11 @@ def report_cli(r: dict[str, Any]) -> None:
         f"   ratios: warm/python floor {ratio(w, floor):.1f}x, warm/import pydantic "
         f"{ratio(w, pyd):.1f}x, cold/warm {ratio(cold, w):.2f}x"
     )
-    imports = r["import_self_seconds_by_package"]
+    imports = r["import_seconds_by_cause"]
     total = sum(imports.values())
     parts = ", ".join(f"{name} {fmt_s(sec)}" for name, sec in imports.items())
-    print(f"   imports of one warm run (-X importtime, one sample): {fmt_s(total)}: {parts}")
+    print(f"   import time of one warm run (-X importtime, one sample): {fmt_s(total)}")
+    print(f"     by cause: {parts}")
 
 
 # -- main ----------------------------------------------------------------------------------

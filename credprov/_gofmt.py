@@ -19,6 +19,9 @@ def go_quote(s: str) -> str:
         esc = _ESCAPES.get(ch)
         if esc is not None:
             out.append(esc)
+        elif "\udc80" <= ch <= "\udcff":
+            # surrogateescape'd byte: Go would see the raw, invalid byte.
+            out.append(f"\\x{ord(ch) - 0xDC00:02x}")
         elif ch.isprintable():
             out.append(ch)
         else:

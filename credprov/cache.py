@@ -74,7 +74,10 @@ class CacheEntry:
     credentials: dict[str, Any]
     expires_at: int
     cache_key_type: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
+    cache_duration: int | None = None
+    # The credentials as the keyring stores them (normalised key, hash, source), computed
+    # once when the answer is cached rather than on every hit.
+    tracked: list[Any] = field(default_factory=list)
 
 
 class ExpirationCache:

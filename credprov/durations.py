@@ -8,8 +8,6 @@ nanoseconds everywhere in credprov.
 
 from __future__ import annotations
 
-from credprov._gofmt import go_quote
-
 NANOSECOND = 1
 MICROSECOND = 1000 * NANOSECOND
 MILLISECOND = 1000 * MICROSECOND
@@ -35,8 +33,70 @@ class DurationError(ValueError):
     """A string that ``time.ParseDuration`` would reject; ``str()`` is Go's text."""
 
 
+def time_quote(s: str) -> str:
+    """The ``time`` package's own ``quote``: not ``strconv.Quote``.
+
+    Non-ASCII and control characters become ``\\xHH`` per UTF-8 byte (lone surrogates from
+    ``surrogateescape`` become their original byte); ``"`` and ``\\`` are backslashed.
+    """
+    out = ['"']
+    for ch in s:
+        if ord(ch) >= 0x80 or ch < " ":
+            raw = ch.encode("utf-8", "surrogateescape")
+            out.extend(f"\\x{b:02x}" for b in raw)
+        else:
+            if ch in '"\\':
+                out.append("\\")
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _invalid(orig: str) -> DurationError:
+    return DurationError(f"time: invalid duration {time_quote(orig)}")
+
+
+_DIGITS = "0123456789"
+_OVERFLOW = 1 << 63
+
+
+def _leading_int(s: str) -> tuple[int, str] | None:
+    x = 0
+    i = 0
+    while i < len(s) and s[i] in _DIGITS:
+        if x > _OVERFLOW // 10:
+            return None
+        x = x * 10 + ord(s[i]) - 48
+        if x > _OVERFLOW:
+            return None
+        i += 1
+    return x, s[i:]
+
+
+def _leading_fraction(s: str) -> tuple[int, float, str]:
+    x = 0
+    scale = 1.0
+    overflow = False
+    i = 0
+    while i < len(s) and s[i] in _DIGITS:
+        if not overflow:
+            if x > (_OVERFLOW - 1) // 10:
+                overflow = True
+            else:
+                y = x * 10 + ord(s[i]) - 48
+                if y > _OVERFLOW:
+                    overflow = True
+                else:
+                    x = y
+                    scale *= 10
+        i += 1
+    return x, scale, s[i:]
+
+
 def parse_duration(text: str) -> int:
-    """Parse a Go duration string into nanoseconds.
+    """Parse a Go duration string into nanoseconds, exactly as ``time.ParseDuration``.
+
+    Fractions use float64 arithmetic, as Go does (so ``0.3333333333333333333h`` is 20m).
 
     Raises:
         DurationError: with ``time.ParseDuration``'s message.
@@ -50,56 +110,53 @@ def parse_duration(text: str) -> int:
     if s == "0":
         return 0
     if s == "":
-        raise DurationError(f"time: invalid duration {go_quote(orig)}")
-    total = 0
+        raise _invalid(orig)
+    d = 0
     while s:
-        if not (s[0] == "." or (s[0].isdigit() and s[0].isascii())):
-            raise DurationError(f"time: invalid duration {go_quote(orig)}")
-        i = 0
-        while i < len(s) and s[i].isascii() and s[i].isdigit():
-            i += 1
-        int_part = s[:i]
-        s = s[i:]
-        pre = bool(int_part)
-        frac_part = ""
+        if not (s[0] == "." or s[0] in _DIGITS):
+            raise _invalid(orig)
+        pl = len(s)
+        leading = _leading_int(s)
+        if leading is None:
+            raise _invalid(orig)
+        v, s = leading
+        pre = pl != len(s)
         post = False
-        if s.startswith("."):
+        f, scale = 0, 1.0
+        if s and s[0] == ".":
             s = s[1:]
-            j = 0
-            while j < len(s) and s[j].isascii() and s[j].isdigit():
-                j += 1
-            frac_part = s[:j]
-            post = bool(frac_part)
-            s = s[j:]
+            pl = len(s)
+            f, scale, s = _leading_fraction(s)
+            post = pl != len(s)
         if not pre and not post:
-            raise DurationError(f"time: invalid duration {go_quote(orig)}")
-        k = 0
-        while k < len(s) and s[k] != "." and not (s[k].isascii() and s[k].isdigit()):
-            k += 1
-        if k == 0:
-            raise DurationError(f"time: missing unit in duration {go_quote(orig)}")
-        unit_name = s[:k]
-        s = s[k:]
+            raise _invalid(orig)
+        i = 0
+        while i < len(s) and not (s[i] == "." or s[i] in _DIGITS):
+            i += 1
+        if i == 0:
+            raise DurationError(f"time: missing unit in duration {time_quote(orig)}")
+        unit_name, s = s[:i], s[i:]
         unit = _UNITS.get(unit_name)
         if unit is None:
             raise DurationError(
-                f"time: unknown unit {go_quote(unit_name)} in duration {go_quote(orig)}"
+                f"time: unknown unit {time_quote(unit_name)} in duration {time_quote(orig)}"
             )
-        v = int(int_part or "0")
-        if v > _MAX // unit:
-            raise DurationError(f"time: invalid duration {go_quote(orig)}")
+        if v > _OVERFLOW // unit:
+            raise _invalid(orig)
         v *= unit
-        if frac_part:
-            # Go truncates the fraction toward zero at nanosecond precision.
-            v += int(frac_part) * unit // (10 ** len(frac_part))
-        total += v
-        if total > _MAX + (1 if neg else 0):
-            raise DurationError(f"time: invalid duration {go_quote(orig)}")
+        if f > 0:
+            # float64 is what Go uses to stay nanosecond-accurate for fractions of hours.
+            v += int(float(f) * (float(unit) / scale))
+            if v > _OVERFLOW:
+                raise _invalid(orig)
+        d += v
+        if d > _OVERFLOW:
+            raise _invalid(orig)
     if neg:
-        return -total
-    if total > _MAX:
-        raise DurationError(f"time: invalid duration {go_quote(orig)}")
-    return total
+        return -d
+    if d > _MAX:
+        raise _invalid(orig)
+    return d
 
 
 def _fmt_frac(v: int, prec: int) -> tuple[str, int]:

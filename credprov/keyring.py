@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -130,6 +131,7 @@ def _entry_fields(entry: Any) -> tuple[str, str, str]:
     return username, password, email
 
 
+@functools.lru_cache(maxsize=4096)
 def normalize_key(location: str) -> str | None:
     """The index key ``BasicDockerKeyring.Add`` stores ``location`` under, or None to skip."""
     from credprov._gourl import GoURLError
@@ -148,6 +150,37 @@ def normalize_key(location: str) -> str | None:
     if path and path != "/":
         return parsed.host + path
     return parsed.host
+
+
+def tracked_auth_configs(
+    auths: Mapping[str, Any],
+    source: CredentialSource | None = None,
+    provider: str | None = None,
+) -> list[TrackedAuthConfig]:
+    """The credentials ``BasicDockerKeyring.Add`` would store for ``auths``, in order,
+    each with its normalised key and KEP-2535 hash. Unparsable keys are skipped.
+
+    Raises:
+        KeyringError: an entry is malformed.
+    """
+    out = []
+    for location, entry in auths.items():
+        username, password, email = _entry_fields(entry)
+        key = normalize_key(location)
+        if key is None:
+            continue
+        out.append(
+            TrackedAuthConfig(
+                username=username,
+                password=password,
+                email=email,
+                source=source,
+                credential_hash=hash_auth_config(username, password, email),
+                provider=provider,
+                key=key,
+            )
+        )
+    return out
 
 
 class Keyring(Protocol):
@@ -175,31 +208,27 @@ class DockerKeyring:
         Raises:
             KeyringError: an entry is malformed (the kubelet fails the whole config).
         """
-        for location, entry in auths.items():
-            username, password, email = _entry_fields(entry)
-            key = normalize_key(location)
-            if key is None:
-                continue
-            cred = TrackedAuthConfig(
-                username=username,
-                password=password,
-                email=email,
-                source=source,
-                credential_hash=hash_auth_config(username, password, email),
-                provider=provider,
-                key=key,
-            )
-            bucket = self._creds.get(key)
+        self.add_tracked(tracked_auth_configs(auths, source, provider))
+
+    def add_tracked(self, creds: Iterable[TrackedAuthConfig]) -> None:
+        """Add credentials already normalised by :func:`tracked_auth_configs` (under
+        ``cred.key``); the fast path for cached plugin answers."""
+        new_keys = []
+        for cred in creds:
+            bucket = self._creds.get(cred.key)
             if bucket is None:
-                self._creds[key] = [cred]
-                self._index = [*self._index, key]
+                self._creds[cred.key] = [cred]
+                new_keys.append(cred.key)
             else:
                 bucket.append(cred)
-        # Go's sort.Reverse(sort.StringSlice): reverse bytewise order. Sorted here, not in
-        # lookup, so concurrent lookups only ever read.
-        self._index = sorted(
-            self._index, key=lambda k: k.encode("utf-8", "surrogateescape"), reverse=True
-        )
+        if new_keys:
+            # Go's sort.Reverse(sort.StringSlice): reverse bytewise order. A new list is
+            # assigned, never sorted in place, so concurrent lookups only ever read.
+            self._index = sorted(
+                [*self._index, *new_keys],
+                key=lambda k: k.encode("utf-8", "surrogateescape"),
+                reverse=True,
+            )
 
     def lookup(self, image: str) -> list[TrackedAuthConfig]:
         """Every credential whose key matches ``image``, in the kubelet's order."""

@@ -4,25 +4,36 @@ Mirrors ``serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalD
 
 * a document whose first non-space byte is ``{`` is JSON, anything else is YAML
   (``sigs.k8s.io/yaml``: YAML is turned into JSON first);
-* ``kind`` and ``apiVersion`` are read before anything else (missing ones are errors that
-  quote the document);
-* field names are case-sensitive, unknown and duplicated fields are *strict decoding
-  errors*, reported together after the type errors;
-* a wrong JSON type is Go's ``json: cannot unmarshal ... into Go struct field ...``.
+* ``kind`` and ``apiVersion`` are read first with ``json.DefaultMetaFactory.Interpret``
+  (encoding/json, so key matching is case-insensitive there); missing ones are errors that
+  quote the document;
+* the typed decode is ``sigs.k8s.io/json``'s ``UnmarshalStrict``: field names are
+  case-sensitive, a wrong JSON type is Go's ``json: cannot unmarshal ... into Go struct
+  field ...`` (the first one wins, decoding goes on), an error from a custom unmarshaler
+  (``metav1.Duration``) stops decoding at once, and unknown and duplicated fields are
+  *strict decoding errors* with their full path, in document order, reported only when
+  nothing else failed.
 
-The pydantic models of each API version do the type checking; this module turns their
-errors into apimachinery's text.
+:func:`decode_typed` walks a parsed document against a :class:`Struct` description of the
+Go type and returns plain data that is known to be well-typed.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
-import pydantic
 import yaml
+
+from credprov._gofmt import go_quote
+from credprov.durations import DurationError, parse_duration
+
+#: ``sigs.k8s.io/json`` stops collecting strict errors after this many.
+MAX_STRICT_ERRORS = 100
 
 
 class DecodeError(ValueError):
@@ -37,12 +48,14 @@ class StrictDecodingError(DecodeError):
         super().__init__("strict decoding error: " + ", ".join(errors))
 
 
-class _DuplicateKeys:
-    """Collects duplicate keys while a document is parsed (the last value wins, as in Go)."""
+class _Obj(dict[str, Any]):
+    """A JSON object that remembers every key/value pair in order, duplicates included."""
 
-    def __init__(self) -> None:
-        self.json_paths: list[str] = []
-        self.yaml_lines: list[str] = []
+    pairs: list[tuple[str, Any]]
+
+
+def _pairs(obj: dict[Any, Any]) -> Iterable[tuple[Any, Any]]:
+    return obj.pairs if isinstance(obj, _Obj) else obj.items()
 
 
 # -- JSON -------------------------------------------------------------------------------------
@@ -64,35 +77,44 @@ def _json_go_error(exc: json.JSONDecodeError) -> str:
         return f"invalid character {_go_char(ch)} after object key"
     if exc.msg.startswith("Expecting ','"):
         return f"invalid character {_go_char(ch)} after object key:value pair"
+    if exc.msg.startswith("Invalid control character"):
+        return f"invalid character {_go_char(ch)} in string literal"
     return f"invalid character {_go_char(ch)} in JSON: {exc.msg}"
 
 
 def _go_char(ch: str) -> str:
+    # encoding/json's quoteChar: '\'' and '"' are escaped, the rest goes through %q.
     if ch == "'":
         return "'\\''"
-    if ch.isprintable():
-        return f"'{ch}'"
-    return "'" + ch.encode("unicode_escape").decode("ascii") + "'"
+    if ch == '"':
+        return "'\"'"
+    quoted = go_quote(ch)
+    return "'" + quoted[1:-1] + "'"
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"invalid character '{name[0]}' looking for beginning of value")
 
 
-def _parse_json(text: str, dups: _DuplicateKeys | None) -> Any:
-    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in out and dups is not None:
-                dups.json_paths.append(key)
-            out[key] = value
+def parse_json(text: str) -> Any:
+    """Parse JSON keeping duplicate keys (see :class:`_Obj`).
+
+    Raises:
+        DecodeError: encoding/json's syntax error text (no prefix).
+    """
+
+    def hook(pairs: list[tuple[str, Any]]) -> _Obj:
+        out = _Obj(pairs)
+        out.pairs = pairs
         return out
 
     try:
         return json.loads(text, object_pairs_hook=hook, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise DecodeError(_json_go_error(exc)) from None
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise DecodeError("exceeded max depth") from None
+    except ValueError as exc:
         raise DecodeError(str(exc)) from None
 
 
@@ -102,7 +124,18 @@ def _parse_json(text: str, dups: _DuplicateKeys | None) -> Any:
 class _StrictLoader(yaml.SafeLoader):
     """A SafeLoader that records duplicate mapping keys instead of silently dropping them."""
 
-    dups: _DuplicateKeys
+    dup_lines: list[str]
+
+
+def _go_sharp_v(key: Any) -> str:
+    # fmt's %#v of a YAML key: Go syntax for strings, plain text for numbers and bools.
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, str):
+        return go_quote(key)
+    if key is None:
+        return "interface {}(nil)"
+    return str(key)
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
@@ -117,9 +150,8 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
                 None, None, "found unhashable key", key_node.start_mark
             ) from None
         if key in out:
-            loader.dups.yaml_lines.append(
-                f"line {key_node.start_mark.line + 1}: key {json.dumps(_key_str(key))} "
-                "already set in map"
+            loader.dup_lines.append(
+                f"line {key_node.start_mark.line + 1}: key {_go_sharp_v(key)} already set in map"
             )
         out[key] = loader.construct_object(value_node, deep=True)
     return out
@@ -127,8 +159,20 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 
 _StrictLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _construct_mapping,  # type: ignore[arg-type]
+    _construct_mapping,
 )
+# go-yaml v2 (used by sigs.k8s.io/yaml) also reads y/Y/n/N as booleans.
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN")
+)
+
+
+def _construct_go_bool(loader: _StrictLoader, node: yaml.ScalarNode) -> bool:
+    value = loader.construct_scalar(node)
+    return str(value).lower() in ("y", "yes", "true", "on")
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:bool", _construct_go_bool)
 
 
 def _key_str(key: Any) -> str:
@@ -140,45 +184,97 @@ def _key_str(key: Any) -> str:
     return str(key)
 
 
-def _to_json_compatible(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {_key_str(k): _to_json_compatible(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_to_json_compatible(v) for v in value]
-    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-        raise DecodeError("error converting YAML to JSON: json: unsupported value: " + str(value))
-    if isinstance(value, bytes | bytearray):
-        return value.decode("latin-1")
-    if hasattr(value, "isoformat"):  # YAML timestamps become strings in JSON
-        return value.isoformat()
-    return value
+def _allowed_alias_ratio(decode_count: int) -> float:
+    # go-yaml v2's guard against "billion laughs" documents.
+    low, high = 400_000, 4_000_000
+    if decode_count <= low:
+        return 0.99
+    if decode_count >= high:
+        return 0.10
+    return 0.99 - 0.89 * ((decode_count - low) / (high - low))
 
 
-def _parse_yaml(text: str, dups: _DuplicateKeys) -> Any:
-    loader = _StrictLoader(text)
-    loader.dups = dups
+class _Converter:
+    """YAML data to JSON-compatible data, counting alias expansion as go-yaml does."""
+
+    def __init__(self) -> None:
+        self.decode_count = 0
+        self.alias_count = 0
+        self.alias_depth = 0
+        self.seen: set[int] = set()
+
+    def convert(self, value: Any) -> Any:
+        self.decode_count += 1
+        if self.alias_depth > 0:
+            self.alias_count += 1
+        if (
+            self.alias_count > 100
+            and self.decode_count > 1000
+            and self.alias_count / self.decode_count > _allowed_alias_ratio(self.decode_count)
+        ):
+            raise DecodeError(
+                "error converting YAML to JSON: yaml: document contains excessive aliasing"
+            )
+        if isinstance(value, dict | list):
+            alias = id(value) in self.seen
+            self.seen.add(id(value))
+            if alias:
+                self.alias_depth += 1
+            try:
+                if isinstance(value, dict):
+                    return {_key_str(k): self.convert(v) for k, v in value.items()}
+                return [self.convert(v) for v in value]
+            finally:
+                if alias:
+                    self.alias_depth -= 1
+        if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+            raise DecodeError(
+                "error converting YAML to JSON: json: unsupported value: " + str(value)
+            )
+        if isinstance(value, bytes | bytearray):
+            return value.decode("latin-1")
+        if hasattr(value, "isoformat"):  # YAML timestamps become strings in JSON
+            return value.isoformat()
+        return value
+
+
+def parse_yaml(text: str) -> tuple[Any, list[str]]:
+    """Parse the first YAML document into JSON-compatible data.
+
+    Returns:
+        ``(data, duplicate_key_lines)``.
+
+    Raises:
+        DecodeError: ``error converting YAML to JSON: yaml: ...``.
+    """
+    try:
+        loader = _StrictLoader(text)
+    except yaml.YAMLError as exc:  # the reader rejects some characters up front
+        raise DecodeError(f"error converting YAML to JSON: yaml: {exc}") from None
+    loader.dup_lines = []
     try:
         docs = []
         while loader.check_data():
             docs.append(loader.get_data())
+            break  # sigs.k8s.io/yaml reads the first document only
+        data = _Converter().convert(docs[0] if docs else None)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise DecodeError(f"error converting YAML to JSON: yaml: {where}{problem}") from None
     except RecursionError:
-        raise DecodeError("error converting YAML to JSON: yaml: document nested too deeply") from None
+        raise DecodeError("error converting YAML to JSON: yaml: exceeded max depth") from None
     finally:
         loader.dispose()
-    # sigs.k8s.io/yaml reads the first document only.
-    return _to_json_compatible(docs[0] if docs else None)
+    return data, loader.dup_lines
 
 
 # -- documents --------------------------------------------------------------------------------
 
 
 class Document:
-    """A parsed document and the duplicate keys found while parsing it."""
+    """A parsed document and the strict errors found while parsing it (YAML duplicates)."""
 
     def __init__(self, data: Any, original: str, strict_errors: list[str]) -> None:
         self.data = data
@@ -192,45 +288,39 @@ def is_json(data: bytes | str) -> bool:
     return text.lstrip(" \t\r\n").startswith("{")
 
 
+_GVK_STRUCT = (
+    'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
+    'Kind string "json:\\"kind,omitempty\\"" }'
+)
+
+
 def load_document(data: bytes | str) -> Document:
-    """Parse JSON or YAML into plain data, noting duplicate keys as strict errors."""
+    """Parse JSON or YAML into plain data, noting YAML duplicate keys as strict errors.
+
+    Raises:
+        DecodeError: a JSON syntax error (as ``Interpret`` reports it) or a YAML error.
+    """
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    dups = _DuplicateKeys()
     if is_json(text):
-        parsed = _parse_json(text, dups)
-        errors = [f'duplicate field "{k}"' for k in dups.json_paths]
-    else:
-        parsed = _parse_yaml(text, dups)
-        errors = []
-        if dups.yaml_lines:
-            errors.append("yaml: unmarshal errors:\n  " + "\n  ".join(dups.yaml_lines))
+        try:
+            parsed = parse_json(text)
+        except DecodeError as exc:
+            raise DecodeError(f"couldn't get version/kind; json parse error: {exc}") from None
+        return Document(parsed, text, [])
+    parsed, dup_lines = parse_yaml(text)
+    errors = []
+    if dup_lines:
+        errors.append(
+            "error converting YAML to JSON: yaml: unmarshal errors:\n  " + "\n  ".join(dup_lines)
+        )
     return Document(parsed, text, errors)
 
 
-def interpret_gvk(doc: Document) -> tuple[str, str, str]:
-    """Return (group, version, kind), raising apimachinery's missing-kind/version errors."""
-    data = doc.data
-    if not isinstance(data, dict):
-        kind = "array" if isinstance(data, list) else _json_kind(data)
-        raise DecodeError(
-            f"couldn't get version/kind; json parse error: json: cannot unmarshal {kind} "
-            "into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; "
-            'Kind string "json:\\"kind,omitempty\\"" }'
-        )
-    kind = data.get("kind")
-    api_version = data.get("apiVersion")
-    for name, value in (("kind", kind), ("apiVersion", api_version)):
-        if value is not None and not isinstance(value, str):
-            raise DecodeError(
-                f"couldn't get version/kind; json parse error: json: cannot unmarshal "
-                f"{_json_kind(value)} into Go struct field .{name} of type string"
-            )
-    if not kind:
-        raise DecodeError(f"Object 'Kind' is missing in '{doc.original}'")
-    if not api_version:
-        raise DecodeError(f"Object 'apiVersion' is missing in '{doc.original}'")
-    group, _, version = api_version.rpartition("/")
-    return group, version, kind
+def _fold_eq(key: str, name: str) -> bool:
+    """encoding/json's case-insensitive key match against an ASCII field name."""
+    if len(key) != len(name):
+        return False
+    return all(k == n or k.casefold() == n.casefold() for k, n in zip(key, name, strict=True))
 
 
 def _json_kind(value: Any) -> str:
@@ -247,62 +337,284 @@ def _json_kind(value: Any) -> str:
     return "null"
 
 
-def _path(loc: tuple[int | str, ...], *, with_index: bool) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            if with_index:
-                out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
-def validate_model(
-    model: type[pydantic.BaseModel],
-    doc: Document,
-    go_type_of: Callable[[tuple[int | str, ...]], tuple[str, str]],
-) -> pydantic.BaseModel:
-    """Validate ``doc.data`` against ``model`` with Go's decoding errors.
-
-    ``go_type_of(loc)`` names the Go struct and type at a location, for
-    ``json: cannot unmarshal`` messages.
+def interpret_meta(data: Any) -> tuple[str, str]:
+    """``json.DefaultMetaFactory.Interpret`` minus the group/version split: (apiVersion, kind).
 
     Raises:
-        DecodeError: a type error (first one, as encoding/json stops there) or a
-            :class:`StrictDecodingError` carrying every unknown and duplicate field.
+        DecodeError: ``couldn't get version/kind; json parse error: ...``.
     """
-    data = doc.data
-    try:
-        obj = model.model_validate(data)
-    except pydantic.ValidationError as exc:
-        unknown: list[str] = []
-        for err in exc.errors():
-            loc = tuple(err["loc"])
-            if err["type"] == "extra_forbidden":
-                unknown.append(f'unknown field "{_path(loc, with_index=True)}"')
+    prefix = "couldn't get version/kind; json parse error: "
+    if data is None:
+        return "", ""
+    if not isinstance(data, dict):
+        raise DecodeError(
+            f"{prefix}json: cannot unmarshal {_json_kind(data)} into Go value of type {_GVK_STRUCT}"
+        )
+    found: dict[str, str] = {}
+    error: str | None = None
+    for key, value in _pairs(data):
+        for name in ("apiVersion", "kind"):
+            if key == name or _fold_eq(key, name):
+                if value is None:
+                    continue
+                if not isinstance(value, str):
+                    error = error or (
+                        f"{prefix}json: cannot unmarshal {_json_kind(value)} into Go struct "
+                        f"field .{name} of type string"
+                    )
+                    continue
+                found[name] = value
+    if error is not None:
+        raise DecodeError(error)
+    return found.get("apiVersion", ""), found.get("kind", "")
+
+
+def parse_group_version(gv: str) -> tuple[str, str]:
+    """``schema.ParseGroupVersion``.
+
+    Raises:
+        DecodeError: ``unexpected GroupVersion string: a/b/c``.
+    """
+    if gv in ("", "/"):
+        return "", ""
+    count = gv.count("/")
+    if count == 0:
+        return "", gv
+    if count == 1:
+        group, _, version = gv.partition("/")
+        return group, version
+    raise DecodeError(f"unexpected GroupVersion string: {gv}")
+
+
+def group_version_string(group: str, version: str) -> str:
+    """``schema.GroupVersion.String``."""
+    return f"{group}/{version}" if group else version
+
+
+def interpret_gvk(doc: Document) -> tuple[str, str, str]:
+    """Return (group, version, kind), raising apimachinery's missing-kind/version errors."""
+    api_version, kind = interpret_meta(doc.data)
+    group, version = parse_group_version(api_version)
+    if not kind:
+        raise DecodeError(f"Object 'Kind' is missing in '{doc.original}'")
+    if not version:
+        raise DecodeError(f"Object 'apiVersion' is missing in '{doc.original}'")
+    return group, version, kind
+
+
+# -- typed decoding (sigs.k8s.io/json UnmarshalStrict) ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A Go ``string`` or ``bool`` (``go_name`` names a defined type such as ``v1.Foo``)."""
+
+    kind: str  # "string" or "bool"
+    go_name: str = ""
+
+    @property
+    def go_type(self) -> str:
+        return self.go_name or self.kind
+
+
+@dataclass(frozen=True)
+class Duration:
+    """``*metav1.Duration``: a JSON string parsed by ``time.ParseDuration``."""
+
+    go_type: str = "string"
+
+
+@dataclass(frozen=True)
+class Slice:
+    elem: Spec
+
+    @property
+    def go_type(self) -> str:
+        return "[]" + self.elem.go_type
+
+
+@dataclass(frozen=True)
+class Map:
+    elem: Spec
+
+    @property
+    def go_type(self) -> str:
+        return "map[string]" + self.elem.go_type
+
+
+@dataclass(frozen=True)
+class Ptr:
+    elem: Spec
+
+    @property
+    def go_type(self) -> str:
+        return self.elem.go_type  # errors name the pointed-to type
+
+
+@dataclass(frozen=True)
+class Struct:
+    name: str
+    pkg: str
+    fields: dict[str, Spec] = field(default_factory=dict)
+
+    @property
+    def go_type(self) -> str:
+        return f"{self.pkg}.{self.name}"
+
+
+Spec = Scalar | Duration | Slice | Map | Ptr | Struct
+
+STRING = Scalar("string")
+BOOL = Scalar("bool")
+
+_KEEP = object()  # "leave the target as it was" (Go ignores null for non-nullable kinds)
+
+
+class _Abort(Exception):
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+class _Decoder:
+    def __init__(self) -> None:
+        self.saved: str | None = None
+        self.strict: list[str] = []
+        self._seen_strict: set[str] = set()
+        self.field_stack: list[str] = []
+        self.struct_name: str | None = None
+
+    # errors ---------------------------------------------------------------------------------
+
+    def _type_error(self, value: Any, go_type: str) -> str:
+        what = _json_kind(value)
+        if self.struct_name is not None or self.field_stack:
+            where = f"Go struct field {self.struct_name or ''}.{'.'.join(self.field_stack)}"
+        else:
+            where = "Go value"
+        return f"json: cannot unmarshal {what} into {where} of type {go_type}"
+
+    def _save(self, value: Any, go_type: str) -> None:
+        if self.saved is None:
+            self.saved = self._type_error(value, go_type)
+
+    def _strict(self, kind: str, path: str, key: str) -> None:
+        if len(self.strict) >= MAX_STRICT_ERRORS:
+            return
+        full = f"{path}.{key}" if path else key
+        msg = f"{kind} field {go_quote(full)}"
+        if msg in self._seen_strict:
+            return
+        self._seen_strict.add(msg)
+        self.strict.append(msg)
+
+    # values ---------------------------------------------------------------------------------
+
+    def value(self, spec: Spec, value: Any, path: str, current: Any = None) -> Any:
+        if isinstance(spec, Duration):
+            if value is None:
+                return None
+            if not isinstance(value, str):
+                # metav1.Duration.UnmarshalJSON's own json.Unmarshal fails; the error is
+                # returned at once and gets the outer field context.
+                raise _Abort(self._type_error(value, "string"))
+            try:
+                parse_duration(value)
+            except DurationError as exc:
+                raise _Abort(str(exc)) from None
+            return value
+        if isinstance(spec, Ptr):
+            if value is None:
+                return None
+            return self.value(spec.elem, value, path, current)
+        if isinstance(spec, Scalar):
+            if value is None:
+                return _KEEP
+            ok = isinstance(value, bool) if spec.kind == "bool" else isinstance(value, str)
+            if not ok:
+                self._save(value, spec.go_type)
+                return _KEEP
+            return value
+        if isinstance(spec, Slice):
+            if value is None:
+                return None
+            if not isinstance(value, list):
+                self._save(value, spec.go_type)
+                return _KEEP
+            out = []
+            for i, item in enumerate(value):
+                got = self.value(spec.elem, item, f"{path}[{i}]")
+                out.append(_zero(spec.elem) if got is _KEEP else got)
+            return out
+        if isinstance(spec, Map):
+            if value is None:
+                return None
+            if not isinstance(value, dict):
+                self._save(value, spec.go_type)
+                return _KEEP
+            out_map: dict[str, Any] = {}
+            seen: set[str] = set()
+            for key, item in _pairs(value):
+                if key in seen:
+                    self._strict("duplicate", path, key)
+                seen.add(key)
+                got = self.value(spec.elem, item, f"{path}.{key}" if path else key)
+                out_map[key] = _zero(spec.elem) if got is _KEEP else got
+            return out_map
+        # Struct
+        if value is None:
+            return _KEEP
+        if not isinstance(value, dict):
+            self._save(value, spec.go_type)
+            return _KEEP
+        out_struct: dict[str, Any] = dict(current) if isinstance(current, dict) else {}
+        seen_fields: set[str] = set()
+        saved_stack, saved_struct = list(self.field_stack), self.struct_name
+        for key, item in _pairs(value):
+            sub = spec.fields.get(key)
+            if sub is None:
+                self._strict("unknown", path, key)
                 continue
-            if err["type"] in ("value_error", "assertion_error"):
-                ctx_error = err.get("ctx", {}).get("error")
-                raise DecodeError(str(ctx_error) if ctx_error else err["msg"]) from None
-            struct, go_type = go_type_of(loc)
-            value = _lookup(data, loc)
-            field = _path(loc, with_index=False)
-            raise DecodeError(
-                f"json: cannot unmarshal {_json_kind(value)} into Go struct field "
-                f"{struct}.{field} of type {go_type}"
-            ) from None
-        raise StrictDecodingError(doc.strict_errors + unknown) from None
-    if doc.strict_errors:
-        raise StrictDecodingError(doc.strict_errors)
-    return obj
+            if key in seen_fields:
+                self._strict("duplicate", path, key)
+            seen_fields.add(key)
+            self.field_stack.append(key)
+            self.struct_name = spec.name
+            got = self.value(sub, item, f"{path}.{key}" if path else key, out_struct.get(key))
+            self.field_stack, self.struct_name = list(saved_stack), saved_struct
+            if got is not _KEEP:
+                out_struct[key] = got
+        return out_struct
 
 
-def _lookup(data: Any, loc: tuple[int | str, ...]) -> Any:
-    cur = data
-    for part in loc:
-        try:
-            cur = cur[part]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return cur
+def _zero(spec: Spec) -> Any:
+    if isinstance(spec, Scalar):
+        return False if spec.kind == "bool" else ""
+    if isinstance(spec, Struct):
+        return {}
+    return None
+
+
+def decode_typed(spec: Struct, doc: Document) -> dict[str, Any]:
+    """Strictly decode ``doc`` into ``spec`` the way ``kjson.UnmarshalStrict`` does.
+
+    Returns:
+        Plain, well-typed data: JSON field names as keys; absent or null fields are absent
+        or ``None``; durations stay strings.
+
+    Raises:
+        DecodeError: the first type error, or a duration error, or a
+            :class:`StrictDecodingError` carrying every unknown and duplicate field
+            (YAML duplicate keys first).
+    """
+    decoder = _Decoder()
+    try:
+        out = decoder.value(spec, doc.data, "")
+    except _Abort as exc:
+        raise DecodeError(exc.message) from None
+    except RecursionError:
+        raise DecodeError("exceeded max depth") from None
+    if decoder.saved is not None:
+        raise DecodeError(decoder.saved)
+    if doc.strict_errors or decoder.strict:
+        raise StrictDecodingError(doc.strict_errors + decoder.strict)
+    return out if isinstance(out, dict) else {}

@@ -11,8 +11,23 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from credprov._gofmt import go_quote
 from credprov.api import internal
-from credprov.api._decode import DecodeError, Document, interpret_gvk, validate_model
+from credprov.api._decode import (
+    BOOL,
+    STRING,
+    DecodeError,
+    Document,
+    Duration,
+    Ptr,
+    Scalar,
+    Slice,
+    Spec,
+    Struct,
+    decode_typed,
+    group_version_string,
+    interpret_gvk,
+)
 from credprov.durations import DurationError, format_duration, parse_duration
 
 _STRICT = ConfigDict(extra="forbid", strict=True, populate_by_name=False, frozen=True)
@@ -31,7 +46,9 @@ _REGISTERED_KINDS = {
     "v1": {"CredentialProviderConfig"},
 }
 _EXEC_KINDS = {"CredentialProviderRequest", "CredentialProviderResponse"}
-SCHEME_NAME = "pkg/credentialprovider/plugin/config.go"
+#: ``runtime.NewScheme()`` names a scheme after its call site; the kubelet's is in
+#: ``plugin.go`` (line 69 in the newest source; ``-trimpath`` builds drop the module prefix).
+SCHEME_NAME = "pkg/credentialprovider/plugin/plugin.go:69"
 
 
 class ExecEnvVar(BaseModel):
@@ -93,39 +110,38 @@ _MODELS: dict[str, type[_ConfigBase]] = {
     "v1": CredentialProviderConfigV1,
 }
 
-# Go struct and type names for "json: cannot unmarshal" messages, by field name.
-_GO_FIELDS = {
-    "providers": ("CredentialProviderConfig", "[]v1.CredentialProvider"),
-    "kind": ("CredentialProviderConfig", "string"),
-    "apiVersion": ("CredentialProvider", "string"),
-    "name": ("CredentialProvider", "string"),
-    "matchImages": ("CredentialProvider", "[]string"),
-    "defaultCacheDuration": ("CredentialProvider", "string"),
-    "args": ("CredentialProvider", "[]string"),
-    "env": ("CredentialProvider", "[]v1.ExecEnvVar"),
-    "value": ("ExecEnvVar", "string"),
-    "tokenAttributes": ("CredentialProvider", "v1.ServiceAccountTokenAttributes"),
-    "serviceAccountTokenAudience": ("ServiceAccountTokenAttributes", "string"),
-    "cacheType": ("ServiceAccountTokenAttributes", "v1.ServiceAccountTokenCacheType"),
-    "requireServiceAccount": ("ServiceAccountTokenAttributes", "bool"),
-    "requiredServiceAccountAnnotationKeys": ("ServiceAccountTokenAttributes", "[]string"),
-    "optionalServiceAccountAnnotationKeys": ("ServiceAccountTokenAttributes", "[]string"),
-}
 
-
-def _go_type_of(loc: tuple[int | str, ...]) -> tuple[str, str]:
-    names = [p for p in loc if isinstance(p, str)]
-    if not names:
-        return "CredentialProviderConfig", "v1.CredentialProviderConfig"
-    last = names[-1]
-    struct, go_type = _GO_FIELDS.get(last, ("CredentialProviderConfig", "string"))
-    if last == "name" and len(names) >= 3 and names[-2] == "env":
-        struct = "ExecEnvVar"
-    if last == "apiVersion" and len(names) == 1:
-        struct = "CredentialProviderConfig"
-    if isinstance(loc[-1], int):  # an element of a list
-        go_type = go_type.removeprefix("[]")
-    return struct, go_type
+def config_spec(version: str) -> Struct:
+    """The Go type ``CredentialProviderConfig`` of ``kubelet.config.k8s.io/<version>``."""
+    env = Struct("ExecEnvVar", version, {"name": STRING, "value": STRING})
+    provider_fields: dict[str, Spec] = {
+        "name": STRING,
+        "matchImages": Slice(STRING),
+        "defaultCacheDuration": Ptr(Duration()),
+        "apiVersion": STRING,
+        "args": Slice(STRING),
+        "env": Slice(env),
+    }
+    if version == "v1":
+        provider_fields["tokenAttributes"] = Ptr(
+            Struct(
+                "ServiceAccountTokenAttributes",
+                version,
+                {
+                    "serviceAccountTokenAudience": STRING,
+                    "cacheType": Scalar("string", f"{version}.ServiceAccountTokenCacheType"),
+                    "requireServiceAccount": Ptr(BOOL),
+                    "requiredServiceAccountAnnotationKeys": Slice(STRING),
+                    "optionalServiceAccountAnnotationKeys": Slice(STRING),
+                },
+            )
+        )
+    provider = Struct("CredentialProvider", version, provider_fields)
+    return Struct(
+        "CredentialProviderConfig",
+        version,
+        {"kind": STRING, "apiVersion": STRING, "providers": Slice(provider)},
+    )
 
 
 def _duration(value: str | None) -> int | None:
@@ -133,7 +149,7 @@ def _duration(value: str | None) -> int | None:
         return None
     try:
         return parse_duration(value)
-    except DurationError as exc:
+    except DurationError as exc:  # pragma: no cover - decode_typed checked it already
         raise DecodeError(str(exc)) from None
 
 
@@ -141,25 +157,43 @@ def decode_config(doc: Document) -> internal.CredentialProviderConfig:
     """Decode a parsed document as the kubelet's ``decode()`` in ``config.go`` does.
 
     Raises:
-        DecodeError: with the kubelet's text (missing kind, unregistered kind, wrong kind,
-            unexpected group, type errors, strict decoding errors, bad durations).
+        DecodeError: with the kubelet's text (missing kind, unregistered kind, strict
+            decoding errors, type errors, bad durations, wrong kind).
     """
     group, version, kind = interpret_gvk(doc)
     if group == internal.CONFIG_GROUP and kind in _REGISTERED_KINDS.get(version, set()):
         if kind != internal.CONFIG_KIND:
-            # The object decodes, then config.go rejects its kind. We skip the decode.
-            raise DecodeError(f'failed to decode "{kind}" (wrong Kind)')
+            # The kubelet decodes the object first (its strict errors would win); credprov
+            # does not carry these types, so it reports the kind straight away.
+            raise DecodeError(f"failed to decode {go_quote(kind)} (wrong Kind)")
     elif group == internal.EXEC_GROUP and version in internal.EXEC_VERSIONS and kind in _EXEC_KINDS:
-        raise DecodeError(f'failed to decode "{kind}" (wrong Kind)')
-    else:
-        gv = f"{group}/{version}" if group else version
+        from credprov.api.exec import exec_spec
+
+        decode_typed(exec_spec(kind, version), doc)
+        raise DecodeError(f"failed to decode {go_quote(kind)} (wrong Kind)")
+    elif version == "__internal":
         raise DecodeError(
-            f'no kind "{kind}" is registered for version "{gv}" in scheme "{SCHEME_NAME}"'
+            f"no kind {go_quote(kind)} is registered for the internal version of group "
+            f"{go_quote(group)} "
+            f'in scheme "{SCHEME_NAME}"'
         )
-    model = _MODELS[version]
-    obj = validate_model(model, doc, _go_type_of)
-    assert isinstance(obj, _ConfigBase)
+    else:
+        gv = group_version_string(group, version)
+        raise DecodeError(
+            f"no kind {go_quote(kind)} is registered for version {go_quote(gv)} "
+            f'in scheme "{SCHEME_NAME}"'
+        )
+    data = decode_typed(config_spec(version), doc)
+    obj = _MODELS[version].model_validate(_drop_none(data))
     return _to_internal(obj)
+
+
+def _drop_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_none(v) for v in value]
+    return value
 
 
 def _to_internal(obj: Any) -> internal.CredentialProviderConfig:

@@ -11,13 +11,31 @@ struct order, map keys sorted, ``<``, ``>``, ``&`` escaped, and a trailing newli
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from credprov._gofmt import go_quote
 from credprov.api import internal
-from credprov.api._decode import DecodeError, Document, interpret_gvk, validate_model
-from credprov.durations import DurationError, format_duration, parse_duration
+from credprov.api._decode import (
+    STRING,
+    DecodeError,
+    Document,
+    Duration,
+    Map,
+    Ptr,
+    Scalar,
+    Spec,
+    Struct,
+    decode_typed,
+    group_version_string,
+    interpret_gvk,
+    interpret_meta,
+    parse_group_version,
+    parse_json,
+)
+from credprov.durations import format_duration, parse_duration
 
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 
@@ -61,41 +79,49 @@ class CredentialProviderRequestV1beta1(BaseModel):
     image: str | None = None
 
 
-_GO_FIELDS = {
-    "kind": ("CredentialProviderResponse", "string"),
-    "apiVersion": ("CredentialProviderResponse", "string"),
-    "cacheKeyType": ("CredentialProviderResponse", "v1.PluginCacheKeyType"),
-    "cacheDuration": ("CredentialProviderResponse", "string"),
-    "auth": ("CredentialProviderResponse", "map[string]v1.AuthConfig"),
-    "username": ("AuthConfig", "string"),
-    "password": ("AuthConfig", "string"),
-    "image": ("CredentialProviderRequest", "string"),
-    "serviceAccountToken": ("CredentialProviderRequest", "string"),
-    "serviceAccountAnnotations": ("CredentialProviderRequest", "map[string]string"),
-}
-
-
-def _go_type_of(loc: tuple[int | str, ...]) -> tuple[str, str]:
-    names = [p for p in loc if isinstance(p, str)]
-    last = names[-1] if names else ""
-    if len(names) == 2 and names[0] == "auth":
-        return "CredentialProviderResponse", "v1.AuthConfig"
-    return _GO_FIELDS.get(last, ("CredentialProviderResponse", "string"))
+def exec_spec(kind: str, version: str) -> Struct:
+    """The Go type of ``credentialprovider.kubelet.k8s.io/<version>`` ``kind``."""
+    if kind == internal.REQUEST_KIND:
+        fields: dict[str, Spec] = {"kind": STRING, "apiVersion": STRING, "image": STRING}
+        if version == "v1":
+            fields["serviceAccountToken"] = STRING
+            fields["serviceAccountAnnotations"] = Map(STRING)
+        return Struct(internal.REQUEST_KIND, version, fields)
+    auth = Struct("AuthConfig", version, {"username": STRING, "password": STRING})
+    return Struct(
+        internal.RESPONSE_KIND,
+        version,
+        {
+            "kind": STRING,
+            "apiVersion": STRING,
+            "cacheKeyType": Scalar("string", f"{version}.PluginCacheKeyType"),
+            "cacheDuration": Ptr(Duration()),
+            "auth": Map(auth),
+        },
+    )
 
 
 # -- JSON exactly as Go's json.Encoder writes it -----------------------------------------------
 
 
 def go_json(value: Any) -> str:
-    """Compact JSON with Go's HTML escaping (``json.Marshal``), no trailing newline."""
+    """Compact JSON with Go's HTML escaping (``json.Marshal``), no trailing newline.
+
+    Text that is not valid UTF-8 (lone surrogates, e.g. from ``surrogateescape``) is
+    written as ``\\ufffd``, as encoding/json does for invalid bytes.
+    """
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return (
-        text.replace("<", "\\u003c")
-        .replace(">", "\\u003e")
-        .replace("&", "\\u0026")
-        .replace("\u2028", "\\u2028")
-        .replace("\u2029", "\\u2029")
-    )
+    return _GO_ESCAPES.sub(lambda m: _GO_ESCAPE_MAP.get(m.group(), "\\ufffd"), text)
+
+
+_GO_ESCAPE_MAP = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_GO_ESCAPES = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
 
 
 def api_version_of(version: str) -> str:
@@ -119,7 +145,9 @@ def encode_request(req: internal.CredentialProviderRequest, api_version: str) ->
         if req.service_account_token:
             body["serviceAccountToken"] = req.service_account_token
         if req.service_account_annotations:
-            body["serviceAccountAnnotations"] = dict(sorted(req.service_account_annotations.items()))
+            body["serviceAccountAnnotations"] = dict(
+                sorted(req.service_account_annotations.items())
+            )
     return (go_json(body) + "\n").encode("utf-8")
 
 
@@ -134,47 +162,27 @@ def encode_response(resp: internal.CredentialProviderResponse, api_version: str)
         body["cacheDuration"] = format_duration(resp.cache_duration)
     if resp.auth:
         body["auth"] = {
-            k: {"username": v.username, "password": v.password} for k, v in sorted(resp.auth.items())
+            k: {"username": v.username, "password": v.password}
+            for k, v in sorted(resp.auth.items())
         }
     return (go_json(body) + "\n").encode("utf-8")
 
 
 def interpret_response_gvk(stdout: bytes) -> str:
-    """``json.DefaultMetaFactory.Interpret``: the response's apiVersion, JSON only.
+    """``json.DefaultMetaFactory.Interpret`` of a response: its ``GroupVersion().String()``.
 
-    encoding/json matches keys case-insensitively here (an exact match wins).
+    JSON only, and encoding/json matches ``apiVersion`` case-insensitively here.
 
     Raises:
-        DecodeError: ``couldn't get version/kind; json parse error: ...``.
+        DecodeError: ``couldn't get version/kind; json parse error: ...`` or
+            ``unexpected GroupVersion string: ...``.
     """
     try:
-        data = json.loads(stdout.decode("utf-8", "replace"))
-    except json.JSONDecodeError as exc:
-        from credprov.api._decode import _json_go_error
-
-        raise DecodeError(
-            f"couldn't get version/kind; json parse error: {_json_go_error(exc)}"
-        ) from None
-    except (ValueError, RecursionError):
-        raise DecodeError("couldn't get version/kind; json parse error: invalid JSON") from None
-    if not isinstance(data, dict):
-        raise DecodeError(
-            "couldn't get version/kind; json parse error: json: cannot unmarshal "
-            "non-object into Go value of type struct"
-        )
-    value = data.get("apiVersion")
-    if value is None:
-        for k, v in data.items():
-            if k.lower() == "apiversion":
-                value = v
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise DecodeError(
-            "couldn't get version/kind; json parse error: json: cannot unmarshal "
-            "non-string into Go struct field .apiVersion of type string"
-        )
-    return value
+        data = parse_json(stdout.decode("utf-8", "replace"))
+    except DecodeError as exc:
+        raise DecodeError(f"couldn't get version/kind; json parse error: {exc}") from None
+    api_version, _ = interpret_meta(data)
+    return group_version_string(*parse_group_version(api_version))
 
 
 def decode_response(doc: Document) -> internal.CredentialProviderResponse:
@@ -184,28 +192,45 @@ def decode_response(doc: Document) -> internal.CredentialProviderResponse:
         DecodeError: the detailed reason. The kubelet never shows it (it may quote a
             secret); callers must report a generic message instead.
     """
-    group, version, kind = interpret_gvk(doc)
-    if group != internal.EXEC_GROUP or version not in internal.EXEC_VERSIONS:
-        gv = f"{group}/{version}" if group else version
-        raise DecodeError(f'no kind "{kind}" is registered for version "{gv}"')
-    if kind == internal.REQUEST_KIND:
-        raise DecodeError(f'failed to decode CredentialProviderResponse, unexpected Kind: "{kind}"')
+    kind, spec = _registered_spec(doc)
+    data = decode_typed(spec, doc) if spec is not None else {}
     if kind != internal.RESPONSE_KIND:
-        raise DecodeError(f'no kind "{kind}" is registered for version "{group}/{version}"')
-    obj = validate_model(CredentialProviderResponse, doc, _go_type_of)
-    assert isinstance(obj, CredentialProviderResponse)
+        raise DecodeError(
+            f"failed to decode CredentialProviderResponse, unexpected Kind: {go_quote(kind)}"
+        )
     duration = None
-    if obj.cache_duration is not None:
-        try:
-            duration = parse_duration(obj.cache_duration)
-        except DurationError as exc:
-            raise DecodeError(str(exc)) from None
+    if data.get("cacheDuration") is not None:
+        duration = parse_duration(data["cacheDuration"])
     auth = {
-        k: internal.AuthConfig(username=(v.username or "") if v else "", password=(v.password or "") if v else "")
-        for k, v in (obj.auth or {}).items()
+        k: internal.AuthConfig(username=v.get("username", ""), password=v.get("password", ""))
+        for k, v in (data.get("auth") or {}).items()
     }
     return internal.CredentialProviderResponse(
-        cache_key_type=obj.cache_key_type or "", cache_duration=duration, auth=auth
+        cache_key_type=data.get("cacheKeyType", ""), cache_duration=duration, auth=auth
+    )
+
+
+def _registered_spec(doc: Document) -> tuple[str, Struct | None]:
+    """The kind of ``doc`` and its Go type, if the kubelet's scheme registers it.
+
+    ``None`` for kinds the scheme knows but credprov does not model (``KubeletConfiguration``
+    and friends): they would decode, then fail on their kind.
+
+    Raises:
+        DecodeError: missing kind/version, or ``no kind ... is registered ...``.
+    """
+    from credprov.api.config import _REGISTERED_KINDS, SCHEME_NAME, config_spec
+
+    group, version, kind = interpret_gvk(doc)
+    if group == internal.EXEC_GROUP and version in internal.EXEC_VERSIONS:
+        if kind in (internal.REQUEST_KIND, internal.RESPONSE_KIND):
+            return kind, exec_spec(kind, version)
+    elif group == internal.CONFIG_GROUP and kind in _REGISTERED_KINDS.get(version, set()):
+        return kind, config_spec(version) if kind == internal.CONFIG_KIND else None
+    gv = group_version_string(group, version)
+    raise DecodeError(
+        f"no kind {go_quote(kind)} is registered for version {go_quote(gv)} "
+        f'in scheme "{SCHEME_NAME}"'
     )
 
 
@@ -215,19 +240,16 @@ def decode_request(doc: Document) -> tuple[str, internal.CredentialProviderReque
     Raises:
         DecodeError: wrong group, version or kind, unknown fields, wrong types.
     """
-    group, version, kind = interpret_gvk(doc)
-    if group != internal.EXEC_GROUP or version not in internal.EXEC_VERSIONS:
-        gv = f"{group}/{version}" if group else version
-        raise DecodeError(f'no kind "{kind}" is registered for version "{gv}"')
+    kind, spec = _registered_spec(doc)
+    data = decode_typed(spec, doc) if spec is not None else {}
     if kind != internal.REQUEST_KIND:
-        raise DecodeError(f'failed to decode CredentialProviderRequest, unexpected Kind: "{kind}"')
-    model: type[BaseModel] = (
-        CredentialProviderRequest if version == "v1" else CredentialProviderRequestV1beta1
-    )
-    obj = validate_model(model, doc, _go_type_of)
+        raise DecodeError(
+            f"failed to decode CredentialProviderRequest, unexpected Kind: {go_quote(kind)}"
+        )
+    _, version = parse_group_version(interpret_meta(doc.data)[0])
     req = internal.CredentialProviderRequest(
-        image=getattr(obj, "image", None) or "",
-        service_account_token=getattr(obj, "service_account_token", None) or "",
-        service_account_annotations=dict(getattr(obj, "service_account_annotations", None) or {}),
+        image=data.get("image", ""),
+        service_account_token=data.get("serviceAccountToken", ""),
+        service_account_annotations=dict(data.get("serviceAccountAnnotations") or {}),
     )
     return api_version_of(version), req

@@ -14,6 +14,7 @@ Mirrors ``pluginProvider.provide`` in ``pkg/credentialprovider/plugin/plugin.go`
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import threading
@@ -33,7 +34,12 @@ from credprov.cache import (
 )
 from credprov.clock import Clock, RealClock
 from credprov.images import parse_registry
-from credprov.keyring import ServiceAccountCoordinates
+from credprov.keyring import (
+    CredentialSource,
+    ServiceAccountCoordinates,
+    TrackedAuthConfig,
+    tracked_auth_configs,
+)
 from credprov.matching import urls_match_str
 from credprov.plugin.exec import ExecPlugin, PluginError
 from credprov.singleflight import Group
@@ -82,6 +88,7 @@ class ProvideResult:
     cache_key_type: str | None = None
     cache_duration: int | None = None
     auth: dict[str, internal.AuthConfig] = field(default_factory=dict)
+    credentials: list[TrackedAuthConfig] = field(default_factory=list)
     service_account: ServiceAccountCoordinates | None = None
     error: str | None = None
     skipped: str | None = None
@@ -117,7 +124,7 @@ class PluginProvider:
         self._executions_lock = threading.Lock()
 
     def is_image_allowed(self, image: str) -> bool:
-        return any(urls_match_str(m, image) for m in self.provider.match_images)
+        return _image_allowed(self.provider.match_images, image)
 
     def provide(self, image: str, pod: PodInfo | None = None) -> ProvideResult:
         """Credentials for ``image`` (already normalised by ``parse_image_name``)."""
@@ -173,8 +180,9 @@ class PluginProvider:
         if entry is not None:
             result.cached = True
             result.auth = dict(entry.credentials)
+            result.credentials = list(entry.tracked)
             result.cache_key_type = entry.cache_key_type
-            result.cache_duration = entry.meta.get("cache_duration")
+            result.cache_duration = entry.cache_duration
             return result
 
         request = internal.CredentialProviderRequest(
@@ -219,6 +227,12 @@ class PluginProvider:
             return result
         result.cache_key_type = key_type
         result.auth = dict(response.auth)
+        source = (
+            CredentialSource(service_account=result.service_account)
+            if result.service_account is not None
+            else None
+        )
+        result.credentials = tracked_auth_configs(response.auth, source, self.name)
         duration = response.cache_duration
         if duration is None:
             duration = self.provider.default_cache_duration or 0
@@ -232,6 +246,7 @@ class PluginProvider:
         except CacheKeyError as exc:
             result.error = f"error generating cache key: {exc}"
             result.auth = {}
+            result.credentials = []
             return result
         self.cache.add(
             CacheEntry(
@@ -239,7 +254,8 @@ class PluginProvider:
                 credentials=dict(response.auth),
                 expires_at=self.clock.now() + duration,
                 cache_key_type=key_type,
-                meta={"cache_duration": duration},
+                cache_duration=duration,
+                tracked=result.credentials,
             )
         )
         return result
@@ -290,6 +306,12 @@ class PluginProvider:
             uid=sa.uid, namespace=pod.namespace, name=pod.service_account_name
         )
         return token, annotations, coords
+
+
+@functools.lru_cache(maxsize=16384)
+def _image_allowed(match_images: tuple[str, ...], image: str) -> bool:
+    # Pure in its arguments and asked on every lookup, often for the same images.
+    return any(urls_match_str(m, image) for m in match_images)
 
 
 def _token_hash(token: str) -> str:

@@ -21,7 +21,7 @@ from credprov.config import (
     load_config,
     resolve_feature_gates,
 )
-from credprov.keyring import CredentialSource, DockerKeyring, TrackedAuthConfig
+from credprov.keyring import DockerKeyring, TrackedAuthConfig
 from credprov.metrics import Metrics
 from credprov.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, ExecPlugin
 from credprov.plugin.provider import (
@@ -56,13 +56,8 @@ class CredentialProviders:
         for provider in self.providers:
             res = provider.provide(image, pod)
             results.append(res)
-            if res.auth:
-                source = (
-                    CredentialSource(service_account=res.service_account)
-                    if res.service_account is not None
-                    else None
-                )
-                keyring.add(res.auth, source=source, provider=provider.name)
+            if res.credentials:
+                keyring.add_tracked(res.credentials)
         return keyring.lookup(image), results
 
     def executions(self) -> dict[str, int]:

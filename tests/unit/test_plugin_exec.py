@@ -214,3 +214,23 @@ def test_response_round_trip_matches_go_encoding() -> None:
         b'"b.io":{"username":"u","password":"p\\u0026"}}}\n'
     )
     assert json.loads(body)["auth"]["b.io"]["password"] == "p&"
+
+
+def test_invalid_cache_key_type_from_real_plugin_drops_response(bin_dir: Path) -> None:
+    from credprov.clock import FakeClock
+    from credprov.plugin.provider import PluginProvider
+
+    plugin = make(bin_dir, FAKE_CACHE_KEY_TYPE="Repository")
+    cfg = internal.CredentialProvider(
+        name="fake",
+        match_images=("*.registry.io",),
+        default_cache_duration=60 * SECOND,
+        api_version=V1,
+    )
+    provider = PluginProvider(cfg, plugin, clock=FakeClock())
+    res = provider.provide("test.registry.io/foobar")
+    assert res.auth == {}
+    assert (
+        res.error == 'credential provider plugin did not return a valid cacheKeyType: "Repository"'
+    )
+    assert len(provider.cache) == 0
