@@ -8,8 +8,17 @@ from __future__ import annotations
 
 import os
 
-_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
-            "\v": "\\v", "\\": "\\\\", '"': '\\"'}
+_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    "\\": "\\\\",
+    '"': '\\"',
+}
 
 
 def go_quote(s: str) -> str:

@@ -60,7 +60,8 @@ def parse_feature_gates(spec: str) -> dict[str, bool]:
             gates[name] = False
         else:
             raise ConfigError(
-                f'invalid value of {name}={value}, err: strconv.ParseBool: parsing {go_quote(value)}: invalid syntax'
+                f"invalid value of {name}={value}, err: strconv.ParseBool: "
+                f"parsing {go_quote(value)}: invalid syntax"
             )
     return gates
 
@@ -132,16 +133,20 @@ def read_config(path: str) -> tuple[internal.CredentialProviderConfig, str]:
         ConfigError: the kubelet's read/decode errors.
     """
     digest = hashlib.sha256()
-    providers: list[internal.CredentialProvider] = []
-    seen: set[str] = set()
+    configs: list[internal.CredentialProviderConfig] = []
     for file in config_files(path):
         data = _read_file(file)
         digest.update(struct.pack(">Q", len(data)))
         digest.update(data)
         try:
-            cfg = decode_config(load_document(data))
+            configs.append(decode_config(load_document(data)))
         except DecodeError as exc:
             raise ConfigError(f"error decoding config {go_quote(file)}: {exc}") from None
+    # Like the kubelet, merge only once every file has decoded: a decode error in a later
+    # file wins over a duplicate name in earlier ones.
+    providers: list[internal.CredentialProvider] = []
+    seen: set[str] = set()
+    for cfg in configs:
         for provider in cfg.providers:
             if provider.name in seen:
                 raise ConfigError(

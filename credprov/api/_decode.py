@@ -140,20 +140,25 @@ def _go_sharp_v(key: Any) -> str:
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
     loader.flatten_mapping(node)
-    out: dict[Any, Any] = {}
+    # Keys are compared as go-yaml does (1, 1.0, true and "1" all differ) and stored in
+    # their JSON (string) form, as sigs.k8s.io/yaml converts them.
+    out: dict[str, Any] = {}
+    seen: set[tuple[str, Any]] = set()
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         try:
-            hash(key)
+            tagged = (type(key).__name__, key)
+            hash(tagged)
         except TypeError:
             raise yaml.constructor.ConstructorError(
                 None, None, "found unhashable key", key_node.start_mark
             ) from None
-        if key in out:
+        if tagged in seen:
             loader.dup_lines.append(
                 f"line {key_node.start_mark.line + 1}: key {_go_sharp_v(key)} already set in map"
             )
-        out[key] = loader.construct_object(value_node, deep=True)
+        seen.add(tagged)
+        out[_key_str(key)] = loader.construct_object(value_node, deep=True)
     return out
 
 
@@ -228,9 +233,8 @@ class _Converter:
                 if alias:
                     self.alias_depth -= 1
         if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-            raise DecodeError(
-                "error converting YAML to JSON: json: unsupported value: " + str(value)
-            )
+            go = "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
+            raise DecodeError(f"error converting YAML to JSON: json: unsupported value: {go}")
         if isinstance(value, bytes | bytearray):
             return value.decode("latin-1")
         if hasattr(value, "isoformat"):  # YAML timestamps become strings in JSON
@@ -396,10 +400,20 @@ def interpret_gvk(doc: Document) -> tuple[str, str, str]:
     api_version, kind = interpret_meta(doc.data)
     group, version = parse_group_version(api_version)
     if not kind:
-        raise DecodeError(f"Object 'Kind' is missing in '{doc.original}'")
+        raise DecodeError(f"Object 'Kind' is missing in '{_omitted(doc.original)}'")
     if not version:
-        raise DecodeError(f"Object 'apiVersion' is missing in '{doc.original}'")
+        raise DecodeError(f"Object 'apiVersion' is missing in '{_omitted(doc.original)}'")
     return group, version, kind
+
+
+def _omitted(original: str) -> str:
+    # apimachinery quotes the whole document here. A config's env values or a plugin's
+    # response can hold secrets, so credprov names its size instead (a deliberate
+    # difference from the kubelet's text; everything before the quote is identical).
+    if not original:
+        return ""
+    size = len(original.encode("utf-8", "surrogateescape"))
+    return f"<{size}-byte document not shown: it may hold secrets>"
 
 
 # -- typed decoding (sigs.k8s.io/json UnmarshalStrict) ------------------------------------------

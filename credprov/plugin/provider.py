@@ -199,11 +199,7 @@ class PluginProvider:
             return result
 
         echo_allowed = ta is not None and ta.cache_type == internal.TOKEN_CACHE_TYPE_TOKEN
-        if (
-            token
-            and not echo_allowed
-            and any(a.password == token for a in response.auth.values())
-        ):
+        if token and not echo_allowed and any(a.password == token for a in response.auth.values()):
             result.error = (
                 "credential provider plugin returned the service account token as the "
                 "password, which is not allowed when cacheType is not Token"

@@ -312,3 +312,26 @@ def test_canary_never_logged_at_max_verbosity(
     )
     assert code == 1
     assert CANARY not in out and CANARY not in err
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"apiVersion": "kubelet.config.k8s.io/v1", "providers": [{"env": [{"value": CANARY}]}]},
+        {"kind": "CredentialProviderConfig", "env": CANARY},
+        {
+            "kind": "CredentialProviderConfig",
+            "apiVersion": "kubelet.config.k8s.io/v1",
+            "providers": [{"name": "p", "env": [{"name": "K", "value": CANARY}], "bogus": 1}],
+        },
+    ],
+    ids=["missing-kind", "missing-apiversion", "unknown-field"],
+)
+def test_config_errors_never_quote_secrets(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, doc: dict[str, object]
+) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = run(capsys, "config", "validate", str(path), "-o", "json")
+    assert code == 1
+    assert CANARY not in out + err

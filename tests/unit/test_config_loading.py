@@ -283,7 +283,9 @@ def test_read_config_upstream_hashes(
 
 
 _ERR_CASES = [
-    pytest.param([], None, True, "no configuration files found in directory", id="upstream-empty-dir"),
+    pytest.param(
+        [], None, True, "no configuration files found in directory", id="upstream-empty-dir"
+    ),
     pytest.param(
         ["This is a text file with unsupported extension", "This is another text file"],
         ["config.txt", "config.md"],
@@ -292,14 +294,22 @@ _ERR_CASES = [
         id="upstream-dir-unsupported-extensions",
     ),
     pytest.param(
-        [_V1ALPHA1_ONE.format(image="registry.io/foobar").replace("CredentialProviderConfig", "WrongKind")],
+        [
+            _V1ALPHA1_ONE.format(image="registry.io/foobar").replace(
+                "CredentialProviderConfig", "WrongKind"
+            )
+        ],
         None,
         False,
         'no kind "WrongKind" is registered for version "kubelet.config.k8s.io/v1alpha1"',
         id="upstream-wrong-kind",
     ),
     pytest.param(
-        [_V1ALPHA1_ONE.format(image="registry.io/foobar").replace("kubelet.config.k8s.io", "foobar")],
+        [
+            _V1ALPHA1_ONE.format(image="registry.io/foobar").replace(
+                "kubelet.config.k8s.io", "foobar"
+            )
+        ],
         None,
         False,
         'no kind "CredentialProviderConfig" is registered for version "foobar/v1alpha1',
@@ -454,18 +464,17 @@ _DECODE_CASES = [
     ),
     pytest.param(
         "apiVersion: kubelet.config.k8s.io/v1\nproviders: []\n",
-        "Object 'Kind' is missing in 'apiVersion: kubelet.config.k8s.io/v1\nproviders: []\n'",
+        "Object 'Kind' is missing in '<51-byte document not shown: it may hold secrets>'",
         id="missing-kind",
     ),
     pytest.param(
         "kind: CredentialProviderConfig\n",
-        "Object 'apiVersion' is missing in 'kind: CredentialProviderConfig\n'",
+        "Object 'apiVersion' is missing in '<31-byte document not shown: it may hold secrets>'",
         id="missing-apiversion",
     ),
     pytest.param(
         "kind: CredentialProviderConfig\napiVersion: kubelet.config.k8s.io/\n",
-        "Object 'apiVersion' is missing in "
-        "'kind: CredentialProviderConfig\napiVersion: kubelet.config.k8s.io/\n'",
+        "Object 'apiVersion' is missing in '<66-byte document not shown: it may hold secrets>'",
         id="empty-version-after-slash",
     ),
     pytest.param(
@@ -574,8 +583,7 @@ _DECODE_OK_CASES = [
         id="null-struct-element-is-zero",
     ),
     pytest.param(
-        _GOOD_V1
-        + "\n    tokenAttributes:\n      serviceAccountTokenAudience: aud\n"
+        _GOOD_V1 + "\n    tokenAttributes:\n      serviceAccountTokenAudience: aud\n"
         "      cacheType: Token\n      requireServiceAccount: false",
         internal.CredentialProvider(
             "a",
@@ -769,3 +777,14 @@ def test_bad_input_only_raises_config_error(tmp_path: Path, make_path: object) -
     path = make_path(tmp_path)  # type: ignore[operator]
     with pytest.raises(ConfigError):
         load_config(path)
+
+
+def test_decode_error_in_later_file_beats_duplicate_name(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "1.yaml").write_text(_single("dup", "r", "1m"), encoding="utf-8")
+    (d / "2.yaml").write_text(_single("dup", "r", "1m"), encoding="utf-8")
+    (d / "3.yaml").write_text(_single("x", "r", "1m", kind="WrongKind"), encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        read_config(str(d))
+    assert str(info.value).startswith(f'error decoding config "{d / "3.yaml"}": no kind')
