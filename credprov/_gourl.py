@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from credprov._gofmt import go_quote
+
 __all__ = [
     "AddrError",
     "GoURL",
@@ -98,73 +100,6 @@ def _to_bytes(s: str) -> bytes:
 def _to_str(b: bytes) -> str:
     return b.decode("utf-8", "surrogateescape")
 
-
-_QUOTE_ESCAPES = {
-    0x07: "\\a",
-    0x08: "\\b",
-    0x0C: "\\f",
-    0x0A: "\\n",
-    0x0D: "\\r",
-    0x09: "\\t",
-    0x0B: "\\v",
-}
-
-
-def _utf8_width(lead: int) -> int:
-    if 0xC2 <= lead <= 0xDF:
-        return 2
-    if 0xE0 <= lead <= 0xEF:
-        return 3
-    if 0xF0 <= lead <= 0xF4:
-        return 4
-    return 0
-
-
-def go_quote(s: str | bytes) -> str:
-    """Go's ``strconv.Quote`` (and so ``%q``) over the UTF-8 bytes of ``s``."""
-    b = s if isinstance(s, bytes) else _to_bytes(s)
-    if b.isascii() and all(0x20 <= c < 0x7F for c in b):
-        return '"' + b.decode("ascii").replace("\\", "\\\\").replace('"', '\\"') + '"'
-    out = ['"']
-    i, n = 0, len(b)
-    while i < n:
-        c = b[i]
-        if c < 0x80:
-            if c in (0x22, 0x5C):
-                out.append("\\" + chr(c))
-            elif 0x20 <= c < 0x7F:
-                out.append(chr(c))
-            elif c in _QUOTE_ESCAPES:
-                out.append(_QUOTE_ESCAPES[c])
-            else:
-                out.append(f"\\x{c:02x}")
-            i += 1
-            continue
-        width = _utf8_width(c)
-        rune = None
-        if width and i + width <= n:
-            try:
-                rune = b[i : i + width].decode("utf-8")
-            except UnicodeDecodeError:
-                rune = None
-        if rune is None:
-            # Go decodes an invalid byte as RuneError of width 1 and prints it as \x.
-            out.append(f"\\x{c:02x}")
-            i += 1
-            continue
-        # Python's isprintable() and Go's unicode.IsPrint agree: L, M, N, P, S and
-        # the ASCII space are printable, other separators and "Other" are not.
-        if rune.isprintable():
-            out.append(rune)
-        else:
-            code = ord(rune)
-            out.append(f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
-        i += width
-    out.append('"')
-    return "".join(out)
-
-
-# --- unescape -------------------------------------------------------------------
 
 _PATH = 1
 _HOST = 3

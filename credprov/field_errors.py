@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
 
+from credprov._gofmt import go_quote, surrogate_bytes
+
 
 class ErrorType(StrEnum):
     """``field.ErrorType``; the value is the machine-readable reason string."""
@@ -169,54 +171,6 @@ def render_value(value: object) -> str:
     return go_json(value)
 
 
-_QUOTE_ESCAPES = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    "\\": "\\\\",
-    '"': '\\"',
-}
-
-
-def go_quote(s: str) -> str:
-    """``strconv.Quote`` (``%q``).
-
-    Lone surrogates stand for bytes that were not valid UTF-8 (``surrogateescape``), and Go
-    prints each such byte as ``\\xNN``.
-    """
-    out = ['"']
-    for ch in s:
-        code = ord(ch)
-        esc = _QUOTE_ESCAPES.get(ch)
-        if esc is not None:
-            out.append(esc)
-        elif 0xD800 <= code <= 0xDFFF:
-            out.extend(f"\\x{b:02x}" for b in _surrogate_bytes(ch))
-        elif ch.isprintable():
-            # str.isprintable keeps exactly categories L, M, N, P, S and U+0020, which is
-            # Go's unicode.IsPrint.
-            out.append(ch)
-        elif code < 0x80:
-            out.append(f"\\x{code:02x}")
-        elif code <= 0xFFFF:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
-
-
-def _surrogate_bytes(ch: str) -> bytes:
-    code = ord(ch)
-    if 0xDC80 <= code <= 0xDCFF:
-        return bytes([code - 0xDC00])
-    return ch.encode("utf-8", "surrogatepass")
-
-
 _JSON_ESCAPES = {
     '"': '\\"',
     "\\": "\\\\",
@@ -246,7 +200,7 @@ def go_json_string(s: str) -> str:
             out.append(f"\\u{ord(ch):04x}")
         elif 0xD800 <= ord(ch) <= 0xDFFF:
             # Invalid UTF-8 is coerced to U+FFFD, one per bad byte.
-            out.append("\ufffd" * len(_surrogate_bytes(ch)))
+            out.append("\ufffd" * len(surrogate_bytes(ch)))
         else:
             out.append(ch)
     out.append('"')

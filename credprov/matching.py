@@ -27,7 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from credprov._gourl import AddrError, GoURL, GoURLError, go_quote, parse, split_host_port
+from credprov._gofmt import go_quote
+from credprov._gourl import AddrError, GoURL, GoURLError, parse, split_host_port
 
 __all__ = [
     "MatchExplanation",
