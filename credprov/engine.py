@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from credprov._gofmt import go_quote
 from credprov.images import InvalidImageError, parse_image_name
 from credprov.keyring import DockerKeyring, TrackedAuthConfig, make_pull_secret_keyring
 from credprov.plugin.provider import PodInfo, ProvideResult
@@ -64,7 +65,8 @@ class Engine:
         try:
             repo = parse_image_name(image)
         except InvalidImageError as exc:
-            resolution.error = f"Failed to apply default image tag {image!r}: {exc}"
+            # pkg/util/parsers.ParseImageName's wrapping.
+            resolution.error = f"couldn't parse image name {go_quote(image)}: {exc}"
             return resolution
         resolution.repo = repo
         secret_keyring = make_pull_secret_keyring(pull_secrets)
