@@ -24,7 +24,9 @@ def add_parser(sub: Any) -> None:
         description=(
             "Decode and validate a CredentialProviderConfig file, or a directory of "
             "*.json/*.yaml/*.yml files, with the kubelet's rules. Exit 0 and a summary "
-            "when valid; exit 1 and the kubelet's error text on stderr when not."
+            "when valid; exit 1 and the kubelet's error text on stderr when not. Entries "
+            "the kubelet accepts but that can never match (a '?' that starts a URL query, "
+            "a scheme, ...) are reported as warnings on stderr."
         ),
     )
     validate.add_argument("path", metavar="PATH", help="config file or directory")
@@ -71,10 +73,17 @@ def run_validate(args: argparse.Namespace) -> int:
             print_json({"valid": False, "error": str(exc)})
         print(one_line(str(exc)), file=sys.stderr)
         return 1
+    from credprov.lint import lint_config
+
     providers = [provider_summary(p) for p in config.providers]
+    warnings = lint_config(config)
     if args.output == "json":
-        print_json({"valid": True, "hash": config_hash, "providers": providers})
+        print_json(
+            {"valid": True, "hash": config_hash, "providers": providers, "warnings": warnings}
+        )
         return 0
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"valid: {len(providers)} provider(s), hash {config_hash}")
     for p in providers:
         print(

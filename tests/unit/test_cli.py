@@ -335,3 +335,12 @@ def test_config_errors_never_quote_secrets(
     code, out, err = run(capsys, "config", "validate", str(path), "-o", "json")
     assert code == 1
     assert CANARY not in out + err
+
+
+def test_validate_warns_but_succeeds(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "c.json", [provider("p", match_images=["registry-1?.io"])])
+    code, out, err = run(capsys, "config", "validate", str(cfg))
+    assert code == 0 and out.startswith("valid: 1 provider(s)")
+    assert err.startswith("warning: provider 'p' matchImages entry 'registry-1?.io': '?' starts")
+    code, out, _ = run(capsys, "config", "validate", str(cfg), "-o", "json")
+    assert code == 0 and len(json.loads(out)["warnings"]) == 1

@@ -1,0 +1,60 @@
+"""Warnings for configs that validate but cannot match (``credprov.lint``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from credprov.api import internal
+from credprov.durations import MINUTE
+from credprov.lint import lint_config
+from credprov.matching import urls_match_str
+
+
+def config(*patterns: str, default: int = 10 * MINUTE) -> internal.CredentialProviderConfig:
+    return internal.CredentialProviderConfig(
+        providers=(
+            internal.CredentialProvider(
+                name="p",
+                match_images=patterns,
+                default_cache_duration=default,
+                api_version="credentialprovider.kubelet.k8s.io/v1",
+            ),
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("pattern", "needle", "image"),
+    [
+        ("", "empty", "registry.io/x"),
+        ("https://registry.io", "has a scheme", "registry.io/x"),
+        ("registry-1?.io", "'?' starts a URL query", "registry-12.io/x"),
+        ("registry.io#frag", "'#' starts a URL fragment", None),
+        ("user@registry.io", "'user@' part is ignored", None),
+        ("reg.[a-z]*.io", "Go 1.24.8", None),
+        ("Registry.io", "upper-case", "registry.io/x"),
+    ],
+    ids=["empty", "scheme", "query", "fragment", "userinfo", "bracket-host", "uppercase"],
+)
+def test_warnings(pattern: str, needle: str, image: str | None) -> None:
+    (warning,) = lint_config(config(pattern))
+    assert needle in warning and repr(pattern) in warning
+    if image is not None:  # the warning is true: the kubelet would not match this image
+        assert not urls_match_str(pattern, image)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["registry.io", "*.registry.io", "registry.io:5000", "registry.io/team", "r.io/[a-z]*"],
+)
+def test_good_patterns_are_quiet(pattern: str) -> None:
+    assert lint_config(config(pattern)) == []
+
+
+def test_zero_default_cache_duration() -> None:
+    (warning,) = lint_config(config("registry.io", default=0))
+    assert "defaultCacheDuration is 0" in warning
+
+
+def test_invalid_patterns_are_left_to_validation() -> None:
+    assert lint_config(config("%invalid%")) == []
