@@ -48,7 +48,7 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from credprov.cli import config_cmd, credentials_cmd, explain_cmd
+    from credprov.cli import config_cmd, credentials_cmd, explain_cmd, plugin_cmd
 
     parser = argparse.ArgumentParser(
         prog="credprov",
@@ -65,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     config_cmd.add_parser(sub)
     credentials_cmd.add_parser(sub)
     explain_cmd.add_parser(sub)
+    plugin_cmd.add_parser(sub)
     return parser
 
 

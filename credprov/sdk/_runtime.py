@@ -1,0 +1,362 @@
+"""Running a plugin: arguments, the warm path, the handler, the answer and the exit code.
+
+``run()`` is a plugin's whole ``main``. In order: parse the arguments the provider config
+passed (``--version``, ``-v N``/``--v=N`` and the plugin's own options), read and strictly
+decode the request, answer from the persistent cache if a valid entry exists — before the
+handler's module is even imported — else import and call the handler, encode its answer
+in the request's apiVersion, cache it, and exit 0. Errors print one line on stderr that
+never quotes the token or a password.
+
+Exit codes: 0 answered; 1 bad request or the handler raised :class:`PluginError`;
+2 bad arguments; 3 unexpected exception (only its type is printed).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from credprov.sdk._wire import CACHE_KEY_TYPES, Request, RequestError, encode_response
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+
+_REDACTED = "<redacted>"
+
+
+class PluginError(Exception):
+    """Raise from a handler to fail the request with this message (exit 1).
+
+    Any occurrence of the request's token or of a password the handler produced is
+    redacted before printing, but do not put secrets in messages on purpose.
+    """
+
+
+class UsageError(Exception):
+    """Bad command-line arguments (exit 2)."""
+
+
+class Response:
+    """A handler's answer.
+
+    Args:
+        auth: registry pattern → ``(username, password)`` (or an object with ``username``
+            and ``password``, or a mapping with those keys).
+        cache_key_type: ``Image``, ``Registry`` (default) or ``Global``.
+        cache_duration: seconds (int/float), a Go duration string (``"12h"``), or None to
+            let the kubelet apply the provider's ``defaultCacheDuration``. ``0`` means "do not
+            cache". Only answers with a positive duration are kept in the plugin cache.
+    """
+
+    __slots__ = ("auth", "cache_duration", "cache_key_type")
+
+    def __init__(
+        self,
+        auth: Mapping[str, Any] | None = None,
+        cache_key_type: str = "Registry",
+        cache_duration: float | str | None = None,
+    ) -> None:
+        self.auth = dict(auth or {})
+        self.cache_key_type = cache_key_type
+        self.cache_duration = cache_duration
+
+
+class Option:
+    """A plugin option (``--name VALUE``, ``--name=VALUE``, or ``--name`` for flags)."""
+
+    __slots__ = ("default", "flag", "help", "name")
+
+    def __init__(self, name: str, default: Any = None, help: str = "", flag: bool = False):
+        self.name = name
+        self.default = default
+        self.help = help
+        self.flag = flag
+
+
+class Context:
+    """What a handler gets besides the request: options, verbosity and a logger."""
+
+    def __init__(
+        self, name: str, options: dict[str, Any], verbosity: int, stream: Any = None
+    ) -> None:
+        self.name = name
+        self.options = options
+        self.verbosity = verbosity
+        self._stream = stream
+
+    def log(self, level: int, message: str) -> None:
+        """Print ``message`` on stderr when ``-v`` is at least ``level``. Never log secrets."""
+        if self.verbosity >= level:
+            stream = self._stream if self._stream is not None else sys.stderr
+            stream.write(f"{self.name}: {message}\n")
+
+
+Handler = Callable[[Request, Context], Response]
+
+
+def _seconds_to_go(seconds: float) -> str:
+    from credprov.durations import SECOND, format_duration
+
+    return format_duration(int(seconds * SECOND))
+
+
+def _duration_seconds(value: float | str | None) -> tuple[str | None, float | None]:
+    """(Go string for the wire, seconds for the plugin cache) of a handler's duration."""
+    if value is None:
+        return None, None
+    if isinstance(value, str):
+        from credprov.durations import SECOND, DurationError, format_duration, parse_duration
+
+        try:
+            ns = parse_duration(value)
+        except DurationError as exc:
+            raise PluginError(f"handler returned an invalid cacheDuration: {exc}") from None
+        return format_duration(ns), ns / SECOND
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PluginError("handler returned a cacheDuration that is not a number or string")
+    if hasattr(value, "total_seconds"):  # pragma: no cover - timedelta is not int|float
+        value = value.total_seconds()
+    return _seconds_to_go(float(value)), float(value)
+
+
+def _auth_pairs(auth: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    out: dict[str, tuple[str, str]] = {}
+    for key, value in auth.items():
+        if isinstance(value, tuple | list) and len(value) == 2:
+            user, password = value
+        elif isinstance(value, Mapping):
+            user, password = value.get("username", ""), value.get("password", "")
+        else:
+            user = getattr(value, "username", None)
+            password = getattr(value, "password", None)
+        if not isinstance(key, str) or not isinstance(user, str) or not isinstance(password, str):
+            raise PluginError("handler returned an auth entry that is not (username, password)")
+        out[key] = (user, password)
+    return out
+
+
+def _scrub(message: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            message = message.replace(secret, _REDACTED)
+    return " ".join(message.split())  # one line
+
+
+def parse_args(
+    argv: Sequence[str], options: Sequence[Option]
+) -> tuple[dict[str, Any], int, set[str]]:
+    """Parse ``argv`` into (options, verbosity, actions) without argparse (start-up cost).
+
+    Raises:
+        UsageError: unknown option or missing value.
+    """
+    by_name = {o.name: o for o in options}
+    values = {o.name: o.default for o in options}
+    verbosity = 0
+    actions: set[str] = set()
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if arg in ("--version", "--help", "-h", "--clear-cache"):
+            actions.add("help" if arg == "-h" else arg[2:])
+            continue
+        name, eq, inline = arg.partition("=")
+        if name in ("-v", "--v") or (arg.startswith("-v") and arg[2:].isdigit()):
+            raw = inline if eq else (arg[2:] if arg[2:].isdigit() else None)
+            if raw is None:
+                if i >= len(argv):
+                    raise UsageError(f"{name} needs a number")
+                raw = argv[i]
+                i += 1
+            if not raw.isdigit():
+                raise UsageError(f"invalid verbosity {raw!r}")
+            verbosity = int(raw)
+            continue
+        if not name.startswith("--") or name[2:] not in by_name:
+            raise UsageError(f"unknown argument {name!r}")
+        opt = by_name[name[2:]]
+        if opt.flag:
+            if eq:
+                if inline.lower() not in ("true", "false", "1", "0"):
+                    raise UsageError(f"--{opt.name} takes true or false")
+                values[opt.name] = inline.lower() in ("true", "1")
+            else:
+                values[opt.name] = True
+            continue
+        if eq:
+            values[opt.name] = inline
+        elif i < len(argv):
+            values[opt.name] = argv[i]
+            i += 1
+        else:
+            raise UsageError(f"--{opt.name} needs a value")
+    return values, verbosity, actions
+
+
+def _usage(name: str, description: str, options: Sequence[Option]) -> str:
+    lines = [
+        f"usage: {name} [--version] [-v N] [--clear-cache] "
+        + " ".join(f"[--{o.name}{'' if o.flag else ' VALUE'}]" for o in options),
+        "",
+        description or "A kubelet image credential provider plugin.",
+        "Reads a CredentialProviderRequest on stdin and writes a CredentialProviderResponse "
+        "in the same apiVersion on stdout.",
+        "",
+        "  --version      print the version and exit",
+        "  -v N, --v=N    log verbosity on stderr (secrets are never logged)",
+        "  --clear-cache  remove this plugin's cached answers and exit",
+    ]
+    for o in options:
+        default = f" (default {o.default!r})" if o.default not in (None, False) else ""
+        lines.append(f"  --{o.name:<13} {o.help}{default}")
+    return "\n".join(lines) + "\n"
+
+
+def _load_handler(handler: Handler | str) -> Handler:
+    if callable(handler):
+        return handler
+    module_name, _, attr = handler.partition(":")
+    # The cold path: let site-packages' .pth files apply before importing heavy modules
+    # (launchers start the interpreter with -S to keep the warm path lean).
+    from credprov.sdk import _launch
+
+    _launch.enable_site()
+    import importlib
+
+    module = importlib.import_module(module_name)
+    fn = getattr(module, attr or "provide")
+    return fn
+
+
+def run(
+    handler: Handler | str,
+    *,
+    name: str,
+    version: str = "",
+    description: str = "",
+    options: Sequence[Option] = (),
+    cache: bool = False,
+    cache_dir: str | None = None,
+    cache_identity: str = "ServiceAccount",
+    argv: Sequence[str] | None = None,
+    stdin: Any = None,
+    stdout: Any = None,
+    stderr: Any = None,
+    clock: Callable[[], float] | None = None,
+) -> int:
+    """Run a plugin once; returns the exit code (call ``sys.exit(run(...))``).
+
+    Args:
+        handler: ``provide(request, ctx) -> Response``, or ``"module:function"`` to import
+            it only when the cache cannot answer (keep heavy imports in that module).
+        name: the executable's name, used in messages and the cache directory.
+        options: the plugin's own command-line options (passed via the config's ``args``).
+        cache: keep answers in the persistent plugin cache (opt-in).
+        cache_dir: where; default :func:`credprov.sdk._cache.default_cache_dir`.
+        cache_identity: ``ServiceAccount`` or ``Token``: how a service-account token keys
+            the cache (as the kubelet's ``tokenAttributes.cacheType``).
+    """
+    argv = sys.argv[1:] if argv is None else argv
+    stdin = stdin if stdin is not None else sys.stdin.buffer
+    stdout = stdout if stdout is not None else sys.stdout.buffer
+    stderr = stderr if stderr is not None else sys.stderr
+
+    def fail(code: int, message: str) -> int:
+        stderr.write(f"{name}: {message}\n")
+        stderr.flush()
+        return code
+
+    try:
+        values, verbosity, actions = parse_args(argv, options)
+    except UsageError as exc:
+        return fail(EXIT_USAGE, f"{exc} (see --help)")
+    if "help" in actions:
+        stdout.write(_usage(name, description, options).encode("utf-8"))
+        return EXIT_OK
+    if "version" in actions:
+        from credprov import __version__
+
+        stdout.write(f"{name} {version or __version__} (credprov {__version__})\n".encode())
+        return EXIT_OK
+    ctx = Context(name, values, verbosity, stderr)
+
+    response_cache = None
+    if cache:
+        from credprov.sdk._cache import ResponseCache, default_cache_dir
+
+        response_cache = ResponseCache(
+            cache_dir or default_cache_dir(name),
+            scope="\x00".join(argv),
+            **({"clock": clock} if clock else {}),
+        )
+        if "clear-cache" in actions:
+            removed = response_cache.clear()
+            ctx.log(1, f"removed {removed} cached answer(s)")
+            return EXIT_OK
+
+    try:
+        from credprov.sdk._wire import parse_request
+
+        request = parse_request(stdin.read(4 * 1024 * 1024))
+    except RequestError as exc:
+        return fail(EXIT_ERROR, f"invalid request: {exc}")
+    secrets = [request.service_account_token]
+
+    identity = ""
+    if response_cache is not None:
+        from credprov.sdk._cache import service_account_identity
+
+        identity = service_account_identity(
+            request.service_account_token, request.service_account_annotations, cache_identity
+        )
+        entry = response_cache.get(request.image, identity)
+        if entry is not None:
+            ctx.log(2, f"answered {request.image} from the plugin cache")
+            auth = {k: (v[0], v[1]) for k, v in entry["auth"].items()}
+            stdout.write(
+                encode_response(
+                    request.api_version,
+                    entry["cacheKeyType"],
+                    _seconds_to_go(int(entry["remaining"])),
+                    auth,
+                )
+            )
+            stdout.flush()
+            return EXIT_OK
+
+    auth_pairs: dict[str, tuple[str, str]] = {}
+    try:
+        fn = _load_handler(handler)
+        result = fn(request, ctx)
+        if not isinstance(result, Response):
+            raise PluginError("handler did not return a credprov.sdk.Response")
+        auth_pairs = _auth_pairs(result.auth)
+        secrets.extend(p for _, p in auth_pairs.values())
+        if result.cache_key_type not in CACHE_KEY_TYPES:
+            raise PluginError(f"handler returned an invalid cacheKeyType {result.cache_key_type!r}")
+        wire_duration, seconds = _duration_seconds(result.cache_duration)
+    except PluginError as exc:
+        return fail(EXIT_ERROR, _scrub(str(exc), secrets))
+    except KeyboardInterrupt:
+        return fail(130, "interrupted")
+    except Exception as exc:
+        if verbosity >= 4:
+            import traceback
+
+            stderr.write(_scrub(traceback.format_exc(), secrets) + "\n")
+        return fail(EXIT_INTERNAL, f"internal error ({type(exc).__name__}); rerun with -v 4")
+
+    stdout.write(
+        encode_response(request.api_version, result.cache_key_type, wire_duration, auth_pairs)
+    )
+    stdout.flush()
+    if response_cache is not None and seconds is not None and seconds > 0:
+        stored = response_cache.put(
+            result.cache_key_type, request.image, identity, auth_pairs, seconds
+        )
+        ctx.log(2, f"{'cached' if stored else 'could not cache'} the answer for {request.image}")
+    return EXIT_OK

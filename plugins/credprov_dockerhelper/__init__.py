@@ -1,0 +1,1 @@
+"""Bridges between kubelet credential provider plugins and Docker credential helpers."""

@@ -1,0 +1,1 @@
+"""static-credential-provider: registry credentials from a file, with mirror strategies."""

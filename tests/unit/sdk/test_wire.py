@@ -1,0 +1,115 @@
+"""The SDK's stdlib request decoder and response encoder agree with the kubelet's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from credprov.api import internal
+from credprov.api.exec import encode_response as engine_encode_response
+from credprov.durations import HOUR
+from credprov.sdk._wire import RequestError, encode_response, parse_request
+
+G = "credentialprovider.kubelet.k8s.io"
+
+
+def req(**fields: object) -> bytes:
+    body: dict[str, object] = {"kind": "CredentialProviderRequest", "apiVersion": f"{G}/v1"}
+    body.update(fields)
+    return json.dumps(body).encode()
+
+
+@pytest.mark.parametrize("version", ["v1alpha1", "v1beta1", "v1"])
+def test_every_version_parses(version: str) -> None:
+    r = parse_request(req(apiVersion=f"{G}/{version}", image="r.io/x"))
+    assert (r.image, r.api_version, r.registry) == ("r.io/x", f"{G}/{version}", "r.io")
+
+
+def test_v1_service_account_fields() -> None:
+    r = parse_request(
+        req(image="r.io/x", serviceAccountToken="s3cr3t-tok", serviceAccountAnnotations={"a": "b"})
+    )
+    assert r.service_account_token == "s3cr3t-tok" and r.service_account_annotations == {"a": "b"}
+    assert "s3cr3t" not in repr(r)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"{not json", "request is not valid JSON"),
+        (b"[]", "request is not a JSON object"),
+        (b"\xff\xfe", "not valid UTF-8"),
+        (req(image="r.io/x", apiVersion=f"{G}/v2"), 'unsupported apiVersion "'),
+        (req(image="r.io/x", apiVersion=""), "request has no apiVersion"),
+        (req(image="r.io/x", kind="CredentialProviderResponse"), 'unexpected kind "Credential'),
+        (req(image=""), "request has an empty image"),
+        (req(), "request has an empty image"),
+        (req(image=3), "image is not a string"),
+        (req(image="r.io/x", extra=1), 'unknown field "extra"'),
+        (
+            req(image="r.io/x", apiVersion=f"{G}/v1beta1", serviceAccountToken="t"),
+            'unknown field "serviceAccountToken"',
+        ),
+        (req(image="r.io/x", serviceAccountAnnotations={"a": 1}), "not a string map"),
+        (
+            b'{"kind":"CredentialProviderRequest","kind":"x","apiVersion":"'
+            + G.encode()
+            + b'/v1"}',
+            'duplicate field "kind"',
+        ),
+    ],
+    ids=[
+        "not-json",
+        "not-object",
+        "not-utf8",
+        "unknown-version",
+        "no-version",
+        "wrong-kind",
+        "empty-image",
+        "missing-image",
+        "image-type",
+        "unknown-field",
+        "sa-field-in-v1beta1",
+        "annotation-type",
+        "duplicate-field",
+    ],
+)
+def test_bad_requests(data: bytes, message: str) -> None:
+    with pytest.raises(RequestError) as err:
+        parse_request(data)
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("key_type", "duration", "auth"),
+    [
+        ("Registry", HOUR, {"r.io": ("u", "p&<>")}),
+        ("Image", None, {}),
+        ("Global", 0, {"b.io": ("", ""), "a.io": ("x", "y\u2028")}),
+    ],
+    ids=["registry", "no-duration-no-auth", "global-sorted"],
+)
+def test_encoding_matches_engine_encoder(
+    key_type: str, duration: int | None, auth: dict[str, tuple[str, str]]
+) -> None:
+    from credprov.durations import format_duration
+
+    for version in ("v1alpha1", "v1beta1", "v1"):
+        api_version = f"{G}/{version}"
+        engine = engine_encode_response(
+            internal.CredentialProviderResponse(
+                cache_key_type=key_type,
+                cache_duration=duration,
+                auth={k: internal.AuthConfig(u, p) for k, (u, p) in auth.items()},
+            ),
+            api_version,
+        )
+        sdk = encode_response(
+            api_version,
+            key_type,
+            format_duration(duration) if duration is not None else None,
+            auth,
+        )
+        assert sdk == engine
