@@ -44,15 +44,9 @@ def add_parser(sub: Any) -> None:
     add_common(ex)
     ex.set_defaults(run=run_exec)
 
-    try:
-        from credprov.cli import plugin_test_cmd
-    except ImportError:  # pragma: no cover - the harness ships with credprov
-        plugin_test_cmd = None  # type: ignore[assignment]
-    if plugin_test_cmd is not None:
-        plugin_test_cmd.add_test_parser(plugin_sub)
-        for choice in plugin_sub.choices.values():
-            if choice.prog.endswith(" test"):
-                add_common(choice)
+    from credprov.cli import plugin_test_cmd
+
+    add_common(plugin_test_cmd.add_test_parser(plugin_sub))
 
     inst = sub.add_parser(
         "install",

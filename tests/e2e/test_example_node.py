@@ -83,3 +83,16 @@ def test_example_plugin_timeout_kills_cleanly(tmp_path: Path) -> None:
     err = json.loads(proc.stdout)["images"][0]["providers"][0]["error"]
     assert "context deadline exceeded" in err
     assert os.path.exists(hang)
+
+
+def test_example_plugin_passes_conformance() -> None:
+    proc = credprov(
+        "plugin",
+        "test",
+        "config/bin/example-credential-provider",
+        "--image",
+        "registry.example.com/team/app",
+        "-o",
+        "json",
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:]

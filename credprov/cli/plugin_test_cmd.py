@@ -1,0 +1,196 @@
+"""``credprov plugin test``: the conformance harness for any plugin binary.
+
+``credprov/cli/plugin_cmd.py`` owns the ``plugin`` group and calls :func:`add_test_parser`
+with its subparsers, then adds the common options (``-v``) itself, so this module does not.
+The checks and their rules are documented in :mod:`credprov.conformance`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+from typing import Any
+
+from credprov.cli._output import print_json
+from credprov.cli.main import CLIError
+
+
+def add_test_parser(plugin_subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``test`` to the ``plugin`` group's subparsers; returns the new parser."""
+    p: argparse.ArgumentParser = plugin_subparsers.add_parser(
+        "test",
+        help="check any plugin binary against the kubelet's expectations",
+        description=(
+            "Run BINARY as the kubelet would, for every IMAGE in every API version, and check "
+            "that its responses are what the kubelet accepts: exit status, strict decoding, "
+            "the echoed apiVersion, cacheKeyType, cacheDuration, auth keys that match the "
+            "image, and the time taken against the deadline. Then check that it rejects "
+            "malformed stdin, closed stdin, an empty image, an unknown apiVersion and a wrong "
+            "kind promptly, with a short stderr that does not leak the request's token. "
+            "Passwords are never printed. Exit 1 when any check fails."
+        ),
+    )
+    p.add_argument("binary", metavar="BINARY", help="the plugin executable (a path or a name)")
+    p.add_argument(
+        "--image",
+        dest="images",
+        action="append",
+        required=True,
+        metavar="IMG",
+        help="an image the plugin should answer for; repeatable, at least one (there is no "
+        "sensible default: a plugin serves its own registries)",
+    )
+    p.add_argument(
+        "--api-version",
+        dest="api_versions",
+        action="append",
+        default=[],
+        type=_api_version,
+        metavar="V",
+        help="v1alpha1, v1beta1 or v1 (or the full apiVersion); repeatable; default: all",
+    )
+    p.add_argument(
+        "--arg",
+        dest="plugin_args",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="an argument for the plugin, as a provider's args; repeatable (use --arg=-x for "
+        "one that starts with a dash)",
+    )
+    p.add_argument(
+        "--env",
+        dest="plugin_env",
+        action="append",
+        default=[],
+        type=_name_value,
+        metavar="NAME=VALUE",
+        help="an environment variable for the plugin, as a provider's env; repeatable",
+    )
+    p.add_argument(
+        "--timeout",
+        default="1m",
+        type=_duration,
+        metavar="DURATION",
+        help="the plugin deadline, a Go duration (kubelet: 1m); negative cases use at most 10s",
+    )
+    token = p.add_mutually_exclusive_group()
+    token.add_argument(
+        "--service-account-token",
+        metavar="TOKEN",
+        help="send this token (and --annotation) in every v1 request; visible to other users "
+        "in the process list, prefer --service-account-token-file. Without a token, one "
+        "extra v1 request carries a dummy JWT",
+    )
+    token.add_argument(
+        "--service-account-token-file",
+        metavar="FILE",
+        help="read the service-account token from FILE",
+    )
+    p.add_argument(
+        "--annotation",
+        dest="annotations",
+        action="append",
+        default=[],
+        type=_name_value,
+        metavar="KEY=VALUE",
+        help="a service-account annotation sent with the token; repeatable",
+    )
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    p.set_defaults(run=run)
+    return p
+
+
+def _api_version(value: str) -> str:
+    from credprov.conformance import normalize_api_version
+
+    try:
+        return normalize_api_version(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _name_value(value: str) -> tuple[str, str]:
+    name, sep, val = value.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"want NAME=VALUE, got {value!r}")
+    return name, val
+
+
+def _duration(value: str) -> int:
+    from credprov.durations import DurationError, parse_duration
+
+    try:
+        ns = parse_duration(value)
+    except DurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if ns <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return ns
+
+
+def resolve_binary(binary: str) -> str:
+    """An absolute path to an executable file: a path as given, or a name on ``PATH``.
+
+    Raises:
+        CLIError: not found, not a file, or not executable.
+    """
+    path = binary if os.sep in binary or os.path.exists(binary) else shutil.which(binary)
+    if path is None or not os.path.exists(path):
+        raise CLIError(f"plugin {binary!r} not found (no such file, and not on PATH)")
+    if not os.path.isfile(path):
+        raise CLIError(f"plugin {path}: not a file")
+    if not os.access(path, os.X_OK):
+        raise CLIError(f"plugin {path}: not executable")
+    return os.path.abspath(path)
+
+
+def _read_token(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            token = fh.read().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
+        raise CLIError(f"cannot read {path}: {reason}") from None
+    if not token:
+        raise CLIError(f"{path}: empty token")
+    return token
+
+
+def format_line(check: Any) -> str:
+    """``STATUS  <version> <image>  <check>: <detail>``; ``-`` for what does not apply."""
+    version = "-" if check.version is None else check.version.rsplit("/", 1)[-1]
+    # '""' marks the empty-image case, "-" a check that is not about an image.
+    image = "-" if check.image is None else check.image or '""'
+    detail = f": {check.detail}" if check.detail else ""
+    return f"{str(check.status).upper()}  {version} {image}  {check.name}{detail}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from credprov.conformance import run_conformance
+
+    binary = resolve_binary(args.binary)
+    token = args.service_account_token
+    if args.service_account_token_file:
+        token = _read_token(args.service_account_token_file)
+    try:
+        report = run_conformance(
+            binary,
+            args.images,
+            args.api_versions,
+            args=args.plugin_args,
+            env=dict(args.plugin_env),
+            timeout_ns=args.timeout,
+            service_account_token=token or None,
+            annotations=dict(args.annotations),
+        )
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    if args.output == "json":
+        print_json(report.to_dict())
+    else:
+        for check in report.checks:
+            print(format_line(check))
+        print(report.summary())
+    return 0 if report.ok else 1
