@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-.venv/bin/ruff check credprov tests benchmarks
-.venv/bin/ruff format --check credprov tests benchmarks
-.venv/bin/mypy credprov
+.venv/bin/ruff check credprov plugins tests benchmarks
+.venv/bin/ruff format --check credprov plugins tests benchmarks
+.venv/bin/mypy
 .venv/bin/python -m pytest -q "$@"

@@ -1,0 +1,318 @@
+"""``docker-credential-credprov``: a Docker credential helper backed by kubelet plugins.
+
+docker, skopeo, podman, buildah and crane run ``docker-credential-<name> get`` with a
+registry's server URL on stdin when their config's ``credHelpers`` (or ``credsStore``) says
+so. This helper answers from the node's kubelet ``CredentialProviderConfig`` and plugin bin
+dir, through the same engine as the kubelet, so node tools and the kubelet share plugins:
+
+* ``get``: server URL on stdin → ``{"ServerURL", "Username", "Secret"}`` on stdout: the
+  first credential in kubelet order (pull secret, node docker config, then plugins); none →
+  ``credentials not found in native keychain`` on stdout, exit 1 (the protocol's "not
+  found", which clients treat as anonymous).
+* ``list`` prints ``{}``; ``store`` and ``erase`` are refused (the plugins own the secrets);
+  ``version`` prints the version.
+
+Configuration (environment):
+
+* ``CREDPROV_PROVIDER_CONFIG``: the kubelet's ``--image-credential-provider-config`` (file
+  or directory; default :data:`DEFAULT_CONFIG`). Set it to the empty string to use no
+  plugins, only the two sources below.
+* ``CREDPROV_PROVIDER_BIN_DIR``: the kubelet's ``--image-credential-provider-bin-dir``
+  (default :data:`DEFAULT_BIN_DIR`).
+* ``CREDPROV_PULL_SECRET``: optional Secret file(s) (YAML/JSON, ``:``-separated), tried first.
+* ``CREDPROV_NODE_DOCKER_CONFIG``: optional docker ``config.json`` whose ``auths`` come next.
+* ``CREDPROV_PLUGIN_TIMEOUT``: optional plugin timeout (Go duration; default ``1m``).
+
+Errors are one line on stderr (and, when stdout is not a terminal, on stdout too, because
+docker and containers/image only show a failed helper's stdout), never a traceback and
+never a secret.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
+
+NAME = "docker-credential-credprov"
+DEFAULT_CONFIG = "/etc/kubernetes/credential-provider-config.yaml"
+DEFAULT_BIN_DIR = "/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec"
+
+ENV_CONFIG = "CREDPROV_PROVIDER_CONFIG"
+ENV_BIN_DIR = "CREDPROV_PROVIDER_BIN_DIR"
+ENV_PULL_SECRET = "CREDPROV_PULL_SECRET"
+ENV_NODE_DOCKER_CONFIG = "CREDPROV_NODE_DOCKER_CONFIG"
+ENV_PLUGIN_TIMEOUT = "CREDPROV_PLUGIN_TIMEOUT"
+#: Set for the plugins this helper runs. A plugin that runs Docker credential helpers
+#: (``docker-credential-helper-provider``) could otherwise run this helper again, forever.
+ENV_ACTIVE = "CREDPROV_DOCKER_HELPER_ACTIVE"
+
+#: The helper protocol's "not found" (docker-credential-helpers' errCredentialsNotFound).
+NOT_FOUND_MESSAGE = "credentials not found in native keychain"
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+
+_DOCKER_HUB_HOSTS = frozenset(
+    ("docker.io", "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com")
+)
+_HOST_RE = re.compile(r"[a-z0-9._\-]+(:[0-9]+)?|\[[0-9a-f:.]+\](:[0-9]+)?")
+_MAX_STDIN = 64 * 1024
+_MAX_MESSAGE = 400
+
+USAGE = f"""usage: {NAME} get|list|store|erase|version
+
+A Docker credential helper that answers `get` from the kubelet's image credential provider
+plugins. Server URL on stdin, {{"ServerURL","Username","Secret"}} on stdout.
+
+environment:
+  {ENV_CONFIG}     kubelet CredentialProviderConfig (default {DEFAULT_CONFIG};
+                               empty: no plugins)
+  {ENV_BIN_DIR}    plugin bin dir (default {DEFAULT_BIN_DIR})
+  {ENV_PULL_SECRET}         optional Secret file(s), ':'-separated, tried first
+  {ENV_NODE_DOCKER_CONFIG}  optional docker config.json, tried before the plugins
+  {ENV_PLUGIN_TIMEOUT}      plugin timeout (default 1m)
+"""
+
+
+class HelperError(Exception):
+    """Fail ``get`` with this one-line message (never a secret)."""
+
+
+def normalize_server_url(server_url: str) -> tuple[str, str]:
+    """``(registry host, repository path)`` of a server URL as clients send it.
+
+    ``https://index.docker.io/v1/`` → ``("docker.io", "")``; ``127.0.0.1:5000`` →
+    ``("127.0.0.1:5000", "")``; ``https://registry.io/v2/team/app`` →
+    ``("registry.io", "team/app")``. The scheme, ``/v1/``/``/v2/`` prefixes, query and
+    user info are dropped, as the kubelet's keyring drops them from docker config keys.
+
+    Raises:
+        HelperError: empty or not a registry host.
+    """
+    text = server_url.strip()
+    if "://" in text:
+        text = text.split("://", 1)[1]
+    text = text.split("?", 1)[0].split("#", 1)[0]
+    host, _, path = text.partition("/")
+    host = host.rsplit("@", 1)[-1].lower()
+    if not host:
+        raise HelperError("no server URL on stdin")
+    if _HOST_RE.fullmatch(host) is None:
+        raise HelperError(f"invalid server URL {_short(server_url)!r}")
+    segments = [s for s in path.split("/") if s]
+    if segments and segments[0] in ("v1", "v2"):
+        segments = segments[1:]
+    if host in _DOCKER_HUB_HOSTS:
+        # The kubelet names every Docker Hub image docker.io/...; plugins match on that.
+        host = "docker.io"
+    return host, "/".join(segments)
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "..."
+
+
+def _load_pull_secrets(spec: str) -> list[dict[str, Any]]:
+    """The Secret objects in the ``:``-separated files of ``spec`` (YAML or JSON; a ``List``
+    is unpacked)."""
+    import yaml
+
+    secrets: list[dict[str, Any]] = []
+    for path in filter(None, spec.split(os.pathsep)):
+        try:
+            with open(path, "rb") as fh:
+                docs = [d for d in yaml.safe_load_all(fh) if d is not None]
+        except OSError as exc:
+            raise HelperError(f"cannot read pull secret {path}: {exc.strerror}") from None
+        except yaml.YAMLError:
+            raise HelperError(f"pull secret {path} is not valid YAML or JSON") from None
+        for doc in docs:
+            items = doc.get("items") if isinstance(doc, dict) and "items" in doc else [doc]
+            for item in items or []:
+                if not isinstance(item, dict) or item.get("kind", "Secret") != "Secret":
+                    raise HelperError(f"pull secret {path} holds something that is not a Secret")
+                secrets.append(item)
+    return secrets
+
+
+def _load_node_keyring(path: str) -> Any:
+    from credprov.keyring import DockerKeyring, KeyringError, parse_docker_config
+
+    keyring = DockerKeyring()
+    if not path:
+        return keyring
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise HelperError(f"cannot read node docker config {path}: {exc.strerror}") from None
+    try:
+        keyring.add(parse_docker_config(data))
+    except KeyringError as exc:
+        raise HelperError(f"node docker config {path}: {exc}") from None
+    return keyring
+
+
+def _providers(environ: Mapping[str, str]) -> Any:
+    """The registered providers of the configured kubelet config, or None for none."""
+    from credprov.config import ConfigError
+    from credprov.durations import DurationError, parse_duration
+    from credprov.plugin.exec import DEFAULT_PLUGIN_TIMEOUT
+    from credprov.plugin.registry import register_credential_provider_plugins
+
+    config = environ.get(ENV_CONFIG, DEFAULT_CONFIG)
+    if not config:
+        return None
+    bin_dir = environ.get(ENV_BIN_DIR) or DEFAULT_BIN_DIR
+    timeout = DEFAULT_PLUGIN_TIMEOUT
+    if environ.get(ENV_PLUGIN_TIMEOUT):
+        try:
+            timeout = parse_duration(environ[ENV_PLUGIN_TIMEOUT])
+        except DurationError as exc:
+            raise HelperError(f"invalid {ENV_PLUGIN_TIMEOUT}: {exc}") from None
+        if timeout <= 0:
+            raise HelperError(f"{ENV_PLUGIN_TIMEOUT} must be positive")
+    plugin_environ = dict(environ)
+    plugin_environ[ENV_ACTIVE] = "1"
+    try:
+        return register_credential_provider_plugins(
+            config, bin_dir, plugin_timeout=timeout, environ=plugin_environ
+        )
+    except ConfigError as exc:
+        raise HelperError(f"kubelet credential providers: {exc}") from None
+
+
+def lookup(server_url: str, environ: Mapping[str, str]) -> tuple[str, str] | None:
+    """The first credential, in kubelet order, for ``server_url``; None when there is none.
+
+    Raises:
+        HelperError: bad configuration, a bad server URL, or no credential because a
+            matching plugin failed.
+    """
+    from credprov.engine import Engine, ImageResolution
+    from credprov.keyring import KeyringError, make_pull_secret_keyring
+
+    host, path = normalize_server_url(server_url)
+    secrets = _load_pull_secrets(environ.get(ENV_PULL_SECRET, ""))
+    node_keyring = _load_node_keyring(environ.get(ENV_NODE_DOCKER_CONFIG, ""))
+    engine = Engine(_providers(environ), node_keyring)
+    try:
+        if path:
+            resolution = engine.resolve(f"{host}/{path}", secrets)
+        else:
+            # The protocol names only a registry. parse_image_name would read a bare host as
+            # a Docker Hub repository, so ask every source about the registry itself, in
+            # the order Engine.resolve uses: pull secrets, node config, plugins.
+            resolution = ImageResolution(image=host, repo=host)
+            creds = make_pull_secret_keyring(secrets).lookup(host)
+            creds += engine.node_keyring.lookup(host)
+            if engine.providers is not None:
+                plugin_creds, resolution.providers = engine.providers.lookup(host)
+                creds += plugin_creds
+            resolution.credentials = creds
+    except KeyringError as exc:
+        raise HelperError(str(exc)) from None
+    if resolution.credentials:
+        first = resolution.credentials[0]
+        return first.username, first.password
+    if resolution.error:
+        raise HelperError(resolution.error)
+    errors = [p.error for p in resolution.providers if p.error]
+    if errors:
+        raise HelperError(errors[0])
+    return None
+
+
+def _get(stdin: IO[bytes], stdout: IO[str], environ: Mapping[str, str]) -> int:
+    if environ.get(ENV_ACTIVE):
+        raise HelperError(
+            f"refusing to run inside a credential provider plugin that {NAME} started "
+            "(a plugin configured to run this helper would loop)"
+        )
+    raw = stdin.read(_MAX_STDIN + 1)
+    if len(raw) > _MAX_STDIN:
+        raise HelperError("server URL on stdin is too long")
+    server_url = raw.decode("utf-8", "replace").strip()
+    found = lookup(server_url, environ)
+    if found is None:
+        stdout.write(NOT_FOUND_MESSAGE + "\n")
+        return EXIT_ERROR
+    username, secret = found
+    stdout.write(json.dumps({"ServerURL": server_url, "Username": username, "Secret": secret}))
+    stdout.write("\n")
+    return EXIT_OK
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    stdin: IO[bytes] | None = None,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> int:
+    """Run one helper action; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    stdin = stdin if stdin is not None else sys.stdin.buffer
+    stdout = stdout if stdout is not None else sys.stdout
+    stderr = stderr if stderr is not None else sys.stderr
+    environ = os.environ if environ is None else environ
+    # The engine logs plugin failures for the kubelet's log; here the one-line error below
+    # reports them, and Python's last-resort handler would print them a second time.
+    library_log = logging.getLogger("credprov")
+    if not any(isinstance(h, logging.NullHandler) for h in library_log.handlers):
+        library_log.addHandler(logging.NullHandler())
+
+    def fail(message: str) -> int:
+        line = f"{NAME}: {_short(message)}"
+        stderr.write(line + "\n")
+        stderr.flush()
+        # docker and containers/image report a failed helper's stdout, not its stderr.
+        isatty = getattr(stdout, "isatty", None)
+        if not (callable(isatty) and isatty()):
+            stdout.write(line + "\n")
+        return EXIT_ERROR
+
+    action = argv[0] if len(argv) == 1 else ""
+    try:
+        if action == "get":
+            code = _get(stdin, stdout, environ)
+        elif action == "list":
+            stdout.write("{}\n")
+            code = EXIT_OK
+        elif action in ("store", "erase"):
+            stdin.read(_MAX_STDIN)  # the caller writes a request: read it, so it gets no EPIPE
+            code = fail(
+                f"{action} is not supported: credentials come from the kubelet credential "
+                "provider plugins; change them at their source"
+            )
+        elif action in ("version", "--version", "-v"):
+            from credprov import __version__
+
+            stdout.write(f"{NAME} (credprov) {__version__}\n")
+            code = EXIT_OK
+        elif action in ("help", "--help", "-h"):
+            stdout.write(USAGE)
+            code = EXIT_OK
+        else:
+            stderr.write(USAGE)
+            code = fail("expected one action: get, list, store, erase or version")
+    except HelperError as exc:
+        code = fail(str(exc))
+    except KeyboardInterrupt:
+        fail("interrupted")
+        code = 130
+    except Exception as exc:
+        # Only the type: an exception's text may quote a credential.
+        code = fail(f"internal error ({type(exc).__name__})")
+    stdout.flush()
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
