@@ -61,10 +61,14 @@ def require_tools(*names: str) -> None:
         if (registry_binary() if name == "docker-registry" else shutil.which(name)) is None
     ]
     if missing:
-        pytest.skip(
+        reason = (
             f"{', '.join(missing)} not installed (apt-get install --no-install-recommends "
             f"{' '.join(missing)}; .ci/run does this)"
         )
+        # In CI a skipped end-to-end test would hide a broken install step: fail instead.
+        if os.environ.get("CREDPROV_REQUIRE_E2E") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
 
 
 def free_port() -> int:
