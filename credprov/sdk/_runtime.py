@@ -290,7 +290,8 @@ def run(
 
         response_cache = ResponseCache(
             cache_dir or default_cache_dir(name),
-            scope="\x00".join(argv),
+            # The plugin's options scope its answers; verbosity and actions do not.
+            scope=repr(sorted(values.items())),
             **({"clock": clock} if clock else {}),
         )
         if "clear-cache" in actions:

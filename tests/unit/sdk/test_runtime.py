@@ -420,3 +420,11 @@ def test_warm_path_does_not_import_the_handler_module(
     assert code == EXIT_OK and resp is not None and resp["auth"]
     assert "heavy_handler_mod" not in sys.modules
     assert os.listdir(tmp_path / "c")
+
+
+def test_verbosity_does_not_scope_the_cache(tmp_path: Path) -> None:
+    provide = static()
+    kw = {"cache": True, "cache_dir": str(tmp_path / "c")}
+    call(provide, request(), argv=[], **kw)
+    call(provide, request(), argv=["-v", "3"], **kw)
+    assert len(provide.calls) == 1  # type: ignore[attr-defined]

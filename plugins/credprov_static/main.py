@@ -1,0 +1,35 @@
+"""Entry point of ``static-credential-provider`` (kept tiny: the warm path runs through it)."""
+
+import os
+import sys
+
+from credprov.sdk import Option, run
+
+# Also in credprov_static.config; not imported from there, to keep the warm path lean.
+ENV_VAR = "STATIC_CREDENTIAL_PROVIDER_CONFIG"
+
+OPTIONS = [
+    Option(
+        "config",
+        help=f"credentials file: docker config.json, a Secret, or StaticCredentials YAML "
+        f"(default ${ENV_VAR})",
+    ),
+]
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    env_path = os.environ.get(ENV_VAR)
+    if env_path and not any(a == "--config" or a.startswith("--config=") for a in argv):
+        # The plugin cache is scoped by the arguments: make the file from the environment
+        # one of them, so answers from different files are never mixed up.
+        argv = [*argv, "--config", env_path]
+    return run(
+        "credprov_static.plugin:provide",
+        name="static-credential-provider",
+        description="Registry credentials from a file (docker config.json, a dockerconfigjson "
+        "Secret, or StaticCredentials YAML), with registry mirror strategies.",
+        options=OPTIONS,
+        cache=True,
+        argv=argv,
+    )
