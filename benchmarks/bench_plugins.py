@@ -32,7 +32,11 @@ from pathlib import Path
 
 G = "credentialprovider.kubelet.k8s.io"
 REQUEST = json.dumps(
-    {"kind": "CredentialProviderRequest", "apiVersion": f"{G}/v1", "image": "registry.example.com/team/app"}
+    {
+        "kind": "CredentialProviderRequest",
+        "apiVersion": f"{G}/v1",
+        "image": "registry.example.com/team/app",
+    }
 ).encode()
 
 
@@ -107,7 +111,9 @@ def main() -> int:
     print(f"static-credential-provider start-up, median of {args.rounds} interleaved rounds")
     print(f"  floor  python -I -c 'import json, sys'   {med['floor']:7.1f} ms   1.00x floor")
     for name in ("warm", "cold", "eager"):
-        print(f"  {name:6s} plugin{'':30s}{med[name]:7.1f} ms   {med[name] / med['floor']:.2f}x floor")
+        print(
+            f"  {name:6s} plugin{'':30s}{med[name]:7.1f} ms   {med[name] / med['floor']:.2f}x floor"
+        )
     print(
         f"  warm / floor = {warm_ratio:.2f} (target <= 1.5)"
         + ("" if warm_ratio <= 1.5 else "  UNEXPECTED")
