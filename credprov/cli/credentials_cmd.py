@@ -72,74 +72,6 @@ def _positive_int(value: str) -> int:
     return n
 
 
-def load_objects(path: str) -> list[dict[str, Any]]:
-    """Kubernetes objects from a YAML/JSON file: one object, several documents, or a List.
-
-    Raises:
-        CLIError: unreadable or malformed file.
-    """
-    import yaml
-
-    from credprov.cli.main import CLIError
-
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(16 * 1024 * 1024 + 1)
-    except OSError as exc:
-        raise CLIError(f"cannot read {path}: {exc.strerror}") from None
-    if len(data) > 16 * 1024 * 1024:
-        raise CLIError(f"{path}: file too large")
-    try:
-        docs = [d for d in yaml.safe_load_all(data) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise CLIError(f"{path}: not valid YAML or JSON{where}") from None
-    objects: list[dict[str, Any]] = []
-    for doc in docs:
-        if not isinstance(doc, dict):
-            raise CLIError(f"{path}: expected Kubernetes objects, got {type(doc).__name__}")
-        if doc.get("kind") == "List" or (doc.get("kind", "").endswith("List") and "items" in doc):
-            items = doc.get("items") or []
-            if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-                raise CLIError(f"{path}: List items must be objects")
-            objects.extend(items)
-        else:
-            objects.append(doc)
-    return objects
-
-
-def load_pull_secrets(paths: list[str]) -> list[dict[str, Any]]:
-    from credprov.cli.main import CLIError
-
-    secrets = []
-    for path in paths:
-        for obj in load_objects(path):
-            if obj.get("kind", "Secret") != "Secret":
-                raise CLIError(f"{path}: expected kind Secret, got {obj.get('kind')!r}")
-            secrets.append(obj)
-    return secrets
-
-
-def load_node_keyring(path: str | None) -> Any:
-    from credprov.cli.main import CLIError
-    from credprov.keyring import DockerKeyring, KeyringError, parse_docker_config
-
-    keyring = DockerKeyring()
-    if path is None:
-        return keyring
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise CLIError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        keyring.add(parse_docker_config(data))
-    except KeyringError as exc:
-        raise CLIError(f"{path}: {exc}") from None
-    return keyring
-
-
 def resolution_to_dict(res: Any, show_secrets: bool) -> dict[str, Any]:
     from credprov.durations import format_duration
 
@@ -181,14 +113,22 @@ def run(args: argparse.Namespace) -> int:
     from credprov.durations import parse_duration
     from credprov.engine import Engine
     from credprov.keyring import KeyringError
+    from credprov.objects import (
+        ObjectsError,
+        load_docker_config_keyring,
+        load_pull_secrets,
+    )
     from credprov.plugin.registry import register_credential_provider_plugins
 
     timeout = parse_duration(args.plugin_timeout)
     if timeout <= 0:
         raise CLIError("--plugin-timeout must be positive")
     gates = feature_gates(args)
-    secrets = load_pull_secrets(args.pull_secret)
-    node_keyring = load_node_keyring(args.node_docker_config)
+    try:
+        secrets = load_pull_secrets(args.pull_secret)
+        node_keyring = load_docker_config_keyring(args.node_docker_config)
+    except ObjectsError as exc:
+        raise CLIError(str(exc)) from None
     providers = register_credential_provider_plugins(
         args.config, args.bin_dir, gates, plugin_timeout=timeout
     )

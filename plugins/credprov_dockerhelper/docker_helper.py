@@ -118,47 +118,6 @@ def _short(text: str) -> str:
     return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "..."
 
 
-def _load_pull_secrets(spec: str) -> list[dict[str, Any]]:
-    """The Secret objects in the ``:``-separated files of ``spec`` (YAML or JSON; a ``List``
-    is unpacked)."""
-    import yaml
-
-    secrets: list[dict[str, Any]] = []
-    for path in filter(None, spec.split(os.pathsep)):
-        try:
-            with open(path, "rb") as fh:
-                docs = [d for d in yaml.safe_load_all(fh) if d is not None]
-        except OSError as exc:
-            raise HelperError(f"cannot read pull secret {path}: {exc.strerror}") from None
-        except yaml.YAMLError:
-            raise HelperError(f"pull secret {path} is not valid YAML or JSON") from None
-        for doc in docs:
-            items = doc.get("items") if isinstance(doc, dict) and "items" in doc else [doc]
-            for item in items or []:
-                if not isinstance(item, dict) or item.get("kind", "Secret") != "Secret":
-                    raise HelperError(f"pull secret {path} holds something that is not a Secret")
-                secrets.append(item)
-    return secrets
-
-
-def _load_node_keyring(path: str) -> Any:
-    from credprov.keyring import DockerKeyring, KeyringError, parse_docker_config
-
-    keyring = DockerKeyring()
-    if not path:
-        return keyring
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise HelperError(f"cannot read node docker config {path}: {exc.strerror}") from None
-    try:
-        keyring.add(parse_docker_config(data))
-    except KeyringError as exc:
-        raise HelperError(f"node docker config {path}: {exc}") from None
-    return keyring
-
-
 def _providers(environ: Mapping[str, str]) -> Any:
     """The registered providers of the configured kubelet config, or None for none."""
     from credprov.config import ConfigError
@@ -199,8 +158,15 @@ def lookup(server_url: str, environ: Mapping[str, str]) -> tuple[str, str] | Non
     from credprov.keyring import KeyringError, make_pull_secret_keyring
 
     host, path = normalize_server_url(server_url)
-    secrets = _load_pull_secrets(environ.get(ENV_PULL_SECRET, ""))
-    node_keyring = _load_node_keyring(environ.get(ENV_NODE_DOCKER_CONFIG, ""))
+    from credprov.objects import ObjectsError, load_docker_config_keyring, load_pull_secrets
+
+    try:
+        secrets = load_pull_secrets(
+            filter(None, environ.get(ENV_PULL_SECRET, "").split(os.pathsep))
+        )
+        node_keyring = load_docker_config_keyring(environ.get(ENV_NODE_DOCKER_CONFIG, ""))
+    except ObjectsError as exc:
+        raise HelperError(str(exc)) from None
     engine = Engine(_providers(environ), node_keyring)
     try:
         if path:
