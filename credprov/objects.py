@@ -77,9 +77,7 @@ def load_pull_secrets(paths: Iterable[str]) -> list[dict[str, Any]]:
     return secrets
 
 
-def load_docker_config_keyring(
-    path: str | None, what: str = "node docker config"
-) -> DockerKeyring:
+def load_docker_config_keyring(path: str | None, what: str = "node docker config") -> DockerKeyring:
     """A keyring of the docker ``config.json`` (or ``.dockercfg``) at ``path``; empty if None.
 
     Raises:
