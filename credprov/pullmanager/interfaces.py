@@ -1,0 +1,79 @@
+"""The contracts between the pull manager's parts (store, memory layer, manager, runtime).
+
+Mirrors ``pkg/kubelet/images/pullmanager/interfaces.go``. Every accessor implements
+:class:`PullRecordsAccessor`; the manager talks only to that protocol, so the file store,
+the in-memory layer over it, and test fakes are interchangeable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from credprov.pullmanager.types import ImagePulledRecord, ImagePullIntent
+
+
+class StoreReadError(Exception):
+    """A record or intent file exists but cannot be read or strictly decoded.
+
+    The manager fails safe on it: the image counts as kubelet-pulled and must be verified.
+    """
+
+
+class StoreWriteError(Exception):
+    """A record or intent could not be written or deleted (ENOSPC, EACCES, ...)."""
+
+
+class PullRecordsAccessor(Protocol):
+    """Read and write ``ImagePullIntent`` and ``ImagePulledRecord`` objects."""
+
+    def write_image_pull_intent(self, image: str) -> None:
+        """Raises StoreWriteError."""
+
+    def image_pull_intent_exists(self, image: str) -> bool:
+        """True when an intent for exactly ``image`` exists. Raises StoreReadError."""
+
+    def delete_image_pull_intent(self, image: str) -> None:
+        """Missing is fine. Raises StoreWriteError."""
+
+    def list_image_pull_intents(self) -> tuple[list[ImagePullIntent], list[str]]:
+        """(every valid intent, one message per file that failed to read or decode)."""
+
+    def get_image_pulled_record(self, image_ref: str) -> ImagePulledRecord | None:
+        """The record for ``image_ref``, None when absent (or for another imageRef whose
+        file name collides). Raises StoreReadError when the file exists but is unusable."""
+
+    def write_image_pulled_record(self, record: ImagePulledRecord) -> None:
+        """Raises StoreWriteError."""
+
+    def delete_image_pulled_record(self, image_ref: str) -> None:
+        """Missing is fine. Raises StoreWriteError."""
+
+    def list_image_pulled_records(self) -> tuple[list[ImagePulledRecord], list[str]]:
+        """(every valid record, one message per file that failed to read or decode)."""
+
+
+@dataclass(frozen=True)
+class RuntimeImage:
+    """An image the container runtime has (CRI ``Image``)."""
+
+    id: str
+    repo_tags: Sequence[str] = ()
+    repo_digests: Sequence[str] = ()
+    size: int = 0
+
+
+class ImageService(Protocol):
+    """The part of the CRI ``ImageService`` the pull manager needs."""
+
+    def list_images(self) -> list[RuntimeImage]:
+        """Every image; may raise (the manager logs and carries on)."""
+
+
+@dataclass(frozen=True)
+class PodCredentials:
+    """What ``get_pod_credentials()`` returns: the pod's secrets and service account."""
+
+    secrets: Sequence[object] = field(default_factory=tuple)  # ImagePullSecret
+    service_account: object | None = None  # ImagePullServiceAccount

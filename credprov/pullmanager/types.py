@@ -1,0 +1,226 @@
+"""KEP-2535 records: ``ImagePullIntent`` and ``ImagePulledRecord`` as the kubelet stores them.
+
+Mirrors ``k8s.io/kubelet/config/{v1alpha1,v1beta1}`` (group ``kubelet.config.k8s.io``): the
+pydantic models take their JSON field names (``ImagePullSecret.model_validate({"uid": ...,
+"credentialHash": ...})``), :func:`encode_intent`/:func:`encode_record` write exactly the
+kubelet's bytes (compact JSON, ``kind`` then ``apiVersion`` then struct order, map keys
+sorted, ``omitempty`` where the kubelet has it, RFC 3339 seconds in UTC, trailing newline),
+and :func:`decode_intent`/:func:`decode_record` decode strictly (unknown or duplicate fields,
+wrong kinds and versions are errors).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+GROUP = "kubelet.config.k8s.io"
+VERSIONS = ("v1alpha1", "v1beta1")
+#: What credprov writes (1.35+); v1alpha1 files are read and migrated.
+STORAGE_VERSION = "v1beta1"
+INTENT_KIND = "ImagePullIntent"
+RECORD_KIND = "ImagePulledRecord"
+
+_STRICT = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+
+
+class RecordDecodeError(ValueError):
+    """A record or intent file that does not decode strictly."""
+
+
+class ImagePullSecret(BaseModel):
+    """A pull secret that pulled an image: its coordinates and the credential's hash."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True, frozen=True)
+    uid: str
+    namespace: str
+    name: str
+    credential_hash: str = Field(alias="credentialHash")
+
+
+class ImagePullServiceAccount(BaseModel):
+    """A service account whose plugin credentials pulled an image (KEP-4412)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True, frozen=True)
+    uid: str
+    namespace: str
+    name: str
+
+
+class ImagePullCredentials(BaseModel):
+    """Who may use an image: secrets, service accounts, or every pod on the node."""
+
+    model_config = _STRICT
+    kubernetes_secrets: list[ImagePullSecret] | None = Field(None, alias="kubernetesSecrets")
+    kubernetes_service_accounts: list[ImagePullServiceAccount] | None = Field(
+        None, alias="kubernetesServiceAccounts"
+    )
+    node_pods_accessible: bool = Field(False, alias="nodePodsAccessible")
+
+    @property
+    def secrets(self) -> list[ImagePullSecret]:
+        return list(self.kubernetes_secrets or [])
+
+    @property
+    def service_accounts(self) -> list[ImagePullServiceAccount]:
+        return list(self.kubernetes_service_accounts or [])
+
+    def is_empty(self) -> bool:
+        return not self.secrets and not self.service_accounts and not self.node_pods_accessible
+
+
+class ImagePullIntent(BaseModel):
+    """A pull the kubelet started: the container's image string, verbatim."""
+
+    model_config = _STRICT
+    image: str
+
+
+class ImagePulledRecord(BaseModel):
+    """Which credentials pulled an image (by CRI imageRef), per image name."""
+
+    model_config = _STRICT
+    last_updated_time: _dt.datetime = Field(alias="lastUpdatedTime")
+    image_ref: str = Field(alias="imageRef")
+    credential_mapping: dict[str, ImagePullCredentials] = Field(
+        default_factory=dict, alias="credentialMapping"
+    )
+
+
+# -- names ------------------------------------------------------------------------------------
+
+
+def cache_filename(raw: str) -> str:
+    """``sha256-<hex>`` of an intent's image or a record's imageRef (``CacheFilename``)."""
+    return "sha256-" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+# -- encoding ---------------------------------------------------------------------------------
+
+
+def _go_json(value: Any) -> str:
+    from credprov.api.exec import go_json
+
+    return go_json(value)
+
+
+def format_time(t: _dt.datetime) -> str:
+    """``metav1.Time`` JSON: RFC 3339, whole seconds, UTC (``2024-10-21T12:26:40Z``)."""
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=_dt.UTC)
+    return t.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _credentials_json(c: ImagePullCredentials) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if c.kubernetes_secrets:
+        out["kubernetesSecrets"] = [
+            {"uid": s.uid, "namespace": s.namespace, "name": s.name, "credentialHash": s.credential_hash}
+            for s in c.kubernetes_secrets
+        ]
+    if c.kubernetes_service_accounts:
+        out["kubernetesServiceAccounts"] = [
+            {"uid": s.uid, "namespace": s.namespace, "name": s.name}
+            for s in c.kubernetes_service_accounts
+        ]
+    if c.node_pods_accessible:
+        out["nodePodsAccessible"] = True
+    return out
+
+
+def encode_intent(intent: ImagePullIntent, version: str = STORAGE_VERSION) -> bytes:
+    body = {"kind": INTENT_KIND, "apiVersion": f"{GROUP}/{version}", "image": intent.image}
+    return (_go_json(body) + "\n").encode("utf-8")
+
+
+def encode_record(record: ImagePulledRecord, version: str = STORAGE_VERSION) -> bytes:
+    body: dict[str, Any] = {
+        "kind": RECORD_KIND,
+        "apiVersion": f"{GROUP}/{version}",
+        "lastUpdatedTime": format_time(record.last_updated_time),
+        "imageRef": record.image_ref,
+    }
+    if record.credential_mapping:
+        body["credentialMapping"] = {
+            k: _credentials_json(v) for k, v in sorted(record.credential_mapping.items())
+        }
+    return (_go_json(body) + "\n").encode("utf-8")
+
+
+# -- decoding ---------------------------------------------------------------------------------
+
+
+def _load(data: bytes, kind: str) -> tuple[str, dict[str, Any]]:
+    from credprov.api._decode import DecodeError, load_document
+
+    try:
+        doc = load_document(data)
+    except DecodeError as exc:
+        raise RecordDecodeError(str(exc)) from None
+    if doc.strict_errors:
+        raise RecordDecodeError("strict decoding error: " + ", ".join(doc.strict_errors))
+    body = doc.data
+    if not isinstance(body, dict):
+        raise RecordDecodeError("not a JSON object")
+    if body.get("kind") != kind:
+        raise RecordDecodeError(f"unexpected kind {body.get('kind')!r}, want {kind}")
+    api_version = body.get("apiVersion")
+    group, _, version = str(api_version).rpartition("/")
+    if group != GROUP or version not in VERSIONS:
+        raise RecordDecodeError(f"unexpected apiVersion {api_version!r}")
+    fields = {k: v for k, v in body.items() if k not in ("kind", "apiVersion")}
+    return version, fields
+
+
+def _validate(model: type[BaseModel], fields: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise RecordDecodeError(f"{loc}: {first['msg']}") from None
+
+
+def decode_intent(data: bytes) -> tuple[str, ImagePullIntent]:
+    """(version, intent) from a file's bytes.
+
+    Raises:
+        RecordDecodeError: not a strictly valid intent.
+    """
+    version, fields = _load(data, INTENT_KIND)
+    return version, _validate(ImagePullIntent, fields)
+
+
+def decode_record(data: bytes) -> tuple[str, ImagePulledRecord]:
+    """(version, record) from a file's bytes.
+
+    Raises:
+        RecordDecodeError: not a strictly valid record.
+    """
+    version, fields = _load(data, RECORD_KIND)
+    time_value = fields.get("lastUpdatedTime")
+    if isinstance(time_value, str):
+        try:
+            fields["lastUpdatedTime"] = _dt.datetime.fromisoformat(time_value)
+        except ValueError:
+            raise RecordDecodeError(f"lastUpdatedTime: invalid time {time_value!r}") from None
+    mapping = fields.get("credentialMapping")
+    if mapping is None:
+        fields.pop("credentialMapping", None)
+    elif isinstance(mapping, dict):
+        # 1.33/1.34 wrote "kubernetesSecrets": null; Go decodes null as an empty list.
+        for creds in mapping.values():
+            if isinstance(creds, dict):
+                for key in ("kubernetesSecrets", "kubernetesServiceAccounts"):
+                    if key in creds and creds[key] is None:
+                        del creds[key]
+    return version, _validate(ImagePulledRecord, fields)
+
+
+def record_to_json(record: ImagePulledRecord) -> dict[str, Any]:
+    """The record as the kubelet's JSON (for ``pull-records -o json``)."""
+    return dict(json.loads(encode_record(record)))
