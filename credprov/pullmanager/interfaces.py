@@ -8,7 +8,7 @@ the in-memory layer over it, and test fakes are interchangeable.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from credprov.pullmanager.types import ImagePulledRecord, ImagePullIntent
@@ -69,11 +69,3 @@ class ImageService(Protocol):
 
     def list_images(self) -> list[RuntimeImage]:
         """Every image; may raise (the manager logs and carries on)."""
-
-
-@dataclass(frozen=True)
-class PodCredentials:
-    """What ``get_pod_credentials()`` returns: the pod's secrets and service account."""
-
-    secrets: Sequence[object] = field(default_factory=tuple)  # ImagePullSecret
-    service_account: object | None = None  # ImagePullServiceAccount
