@@ -48,7 +48,14 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from credprov.cli import config_cmd, credentials_cmd, explain_cmd, plugin_cmd
+    from credprov.cli import (
+        config_cmd,
+        credentials_cmd,
+        explain_cmd,
+        plugin_cmd,
+        pullrecords_cmd,
+        simulate_cmd,
+    )
 
     parser = argparse.ArgumentParser(
         prog="credprov",
@@ -66,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     credentials_cmd.add_parser(sub)
     explain_cmd.add_parser(sub)
     plugin_cmd.add_parser(sub)
+    pullrecords_cmd.add_parser(sub)
+    simulate_cmd.add_parser(sub)
     return parser
 
 

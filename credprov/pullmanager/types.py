@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -119,7 +120,12 @@ def _credentials_json(c: ImagePullCredentials) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if c.kubernetes_secrets:
         out["kubernetesSecrets"] = [
-            {"uid": s.uid, "namespace": s.namespace, "name": s.name, "credentialHash": s.credential_hash}
+            {
+                "uid": s.uid,
+                "namespace": s.namespace,
+                "name": s.name,
+                "credentialHash": s.credential_hash,
+            }
             for s in c.kubernetes_secrets
         ]
     if c.kubernetes_service_accounts:
@@ -154,6 +160,33 @@ def encode_record(record: ImagePulledRecord, version: str = STORAGE_VERSION) -> 
 # -- decoding ---------------------------------------------------------------------------------
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9./-]{0,62}")
+
+
+def _shown(value: Any) -> str:
+    """``value`` quoted when it looks like a kind or apiVersion; errors never echo data."""
+    if isinstance(value, str) and _IDENTIFIER.fullmatch(value):
+        return repr(value)
+    return "<missing>" if value is None else "<invalid>"
+
+
+def _duplicate_fields(value: Any, path: str) -> list[str]:
+    """``duplicate field "a.b"`` for every repeated key of every JSON object in ``value``."""
+    out: list[str] = []
+    if isinstance(value, dict):
+        seen: set[str] = set()
+        for key, item in getattr(value, "pairs", value.items()):
+            full = f"{path}.{key}" if path else str(key)
+            if key in seen:
+                out.append(f"duplicate field {json.dumps(full)}")
+            seen.add(key)
+            out.extend(_duplicate_fields(item, full))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            out.extend(_duplicate_fields(item, f"{path}[{i}]"))
+    return out
+
+
 def _load(data: bytes, kind: str) -> tuple[str, dict[str, Any]]:
     from credprov.api._decode import DecodeError, load_document
 
@@ -161,17 +194,20 @@ def _load(data: bytes, kind: str) -> tuple[str, dict[str, Any]]:
         doc = load_document(data)
     except DecodeError as exc:
         raise RecordDecodeError(str(exc)) from None
-    if doc.strict_errors:
-        raise RecordDecodeError("strict decoding error: " + ", ".join(doc.strict_errors))
+    # load_document notes YAML duplicate keys only; JSON keeps duplicates in ``pairs`` and
+    # the kubelet's strict decoder rejects them too (``duplicate field "image"``).
+    strict_errors = doc.strict_errors + _duplicate_fields(doc.data, "")
+    if strict_errors:
+        raise RecordDecodeError("strict decoding error: " + ", ".join(strict_errors))
     body = doc.data
     if not isinstance(body, dict):
         raise RecordDecodeError("not a JSON object")
     if body.get("kind") != kind:
-        raise RecordDecodeError(f"unexpected kind {body.get('kind')!r}, want {kind}")
+        raise RecordDecodeError(f"unexpected kind {_shown(body.get('kind'))}, want {kind}")
     api_version = body.get("apiVersion")
     group, _, version = str(api_version).rpartition("/")
     if group != GROUP or version not in VERSIONS:
-        raise RecordDecodeError(f"unexpected apiVersion {api_version!r}")
+        raise RecordDecodeError(f"unexpected apiVersion {_shown(api_version)}")
     fields = {k: v for k, v in body.items() if k not in ("kind", "apiVersion")}
     return version, fields
 
@@ -207,7 +243,7 @@ def decode_record(data: bytes) -> tuple[str, ImagePulledRecord]:
         try:
             fields["lastUpdatedTime"] = _dt.datetime.fromisoformat(time_value)
         except ValueError:
-            raise RecordDecodeError(f"lastUpdatedTime: invalid time {time_value!r}") from None
+            raise RecordDecodeError("lastUpdatedTime: invalid time") from None
     mapping = fields.get("credentialMapping")
     if mapping is None:
         fields.pop("credentialMapping", None)

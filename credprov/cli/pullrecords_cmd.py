@@ -1,0 +1,377 @@
+"""``credprov pull-records``: inspect and maintain a kubelet's KEP-2535 pull records.
+
+Works on the files the kubelet keeps under ``<root>/image_manager/{pulling,pulled}``
+(``pkg/kubelet/images/pullmanager/fs_pullrecords.go``) through
+:class:`credprov.pullmanager.fsstore.FSPullRecordsAccessor` opened with ``migrate=False``,
+so looking never writes:
+
+* ``list``: every record (imageRef, last update, per image name: node-wide access, secrets
+  with coordinates and credential hashes, service accounts), the intents left on disk
+  (a pull in flight or interrupted: the kubelet treats that image string as kubelet-pulled)
+  and the files that fail to decode (the kubelet fails safe on them: verification required);
+* ``show IMAGE_REF``: one record (``GetImagePulledRecord``);
+* ``prune --keep REF...``: ``PruneUnknownRecords``: delete records older than ``--before``
+  whose imageRef is not kept (intents untouched);
+* ``migrate``: the kubelet's start-up ``recordsVersionMigration`` (v1alpha1 -> v1beta1);
+* ``verify``: every file decodes strictly and sits under the name the kubelet looks it up
+  by; exit 1 otherwise.
+
+A running kubelet caches records in memory (1.34+): stop it before ``prune``/``migrate``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from credprov.cli.main import CLIError, add_common
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "pull-records",
+        help="inspect, prune, migrate and verify a kubelet's image pull records (KEP-2535)",
+        description=(
+            "Work on the ImagePullIntent and ImagePulledRecord files the kubelet keeps under "
+            "ROOT/image_manager (ROOT is the kubelet root, /var/lib/kubelet by default on a "
+            "node). list/show/verify never write. Stop the kubelet before prune or migrate: "
+            "it caches records in memory."
+        ),
+    )
+    actions = p.add_subparsers(dest="records_command", metavar="ACTION")
+    actions.required = True
+
+    def common(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--root", required=True, metavar="DIR", help="the kubelet root directory")
+        q.add_argument("-o", "--output", choices=("text", "json"), default="text")
+        add_common(q)
+
+    q = actions.add_parser("list", help="records, dangling intents and undecodable files")
+    common(q)
+    q.set_defaults(run=run_list)
+
+    q = actions.add_parser("show", help="one record, by the image's CRI imageRef")
+    q.add_argument("image_ref", metavar="IMAGE_REF")
+    common(q)
+    q.set_defaults(run=run_show)
+
+    q = actions.add_parser(
+        "prune",
+        help="delete records of images the runtime no longer has (PruneUnknownRecords)",
+        description=(
+            "Delete every record whose imageRef is not kept and whose lastUpdatedTime is "
+            "before --before (default: now). Give the runtime's image IDs with --keep or "
+            "--keep-file (e.g. the output of 'crictl images -q'), or --keep-none."
+        ),
+    )
+    q.add_argument("--keep", action="append", default=[], metavar="REF", nargs="+")
+    q.add_argument("--keep-file", metavar="FILE", help="image refs to keep, one per line")
+    q.add_argument("--keep-none", action="store_true", help="keep no record (prune them all)")
+    q.add_argument("--before", metavar="TIME", help="RFC 3339 time (default: now)")
+    q.add_argument("--dry-run", action="store_true", help="only say what would be deleted")
+    common(q)
+    q.set_defaults(run=run_prune)
+
+    q = actions.add_parser("migrate", help="rewrite v1alpha1 files as v1beta1")
+    q.add_argument("--dry-run", action="store_true", help="only list the files to migrate")
+    common(q)
+    q.set_defaults(run=run_migrate)
+
+    q = actions.add_parser("verify", help="check every file decodes strictly; exit 1 if not")
+    common(q)
+    q.set_defaults(run=run_verify)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _store(args: argparse.Namespace, migrate: bool = False) -> Any:
+    from credprov.pullmanager.fsstore import FSPullRecordsAccessor
+
+    if not os.path.isdir(args.root):
+        raise CLIError(f"--root {args.root}: not a directory")
+    return FSPullRecordsAccessor(args.root, migrate=migrate)
+
+
+def _record_dict(record: Any) -> dict[str, Any]:
+    from credprov.pullmanager.types import record_to_json
+
+    return record_to_json(record)
+
+
+def _describe_credentials(creds: dict[str, Any]) -> list[str]:
+    lines = []
+    if creds.get("nodePodsAccessible"):
+        lines.append("node-wide: every pod on the node may use it")
+    for s in creds.get("kubernetesSecrets") or []:
+        chash = s["credentialHash"] or "<none: hashing failed>"
+        lines.append(f"secret {s['namespace']}/{s['name']} uid={s['uid']} hash={chash}")
+    for s in creds.get("kubernetesServiceAccounts") or []:
+        lines.append(f"serviceaccount {s['namespace']}/{s['name']} uid={s['uid']}")
+    return lines or ["no credentials: every use must authenticate"]
+
+
+def _print_record(rec: dict[str, Any], indent: str = "") -> None:
+    print(f"{indent}{rec['imageRef']}  (updated {rec['lastUpdatedTime']})")
+    mapping = rec.get("credentialMapping") or {}
+    if not mapping:
+        print(f"{indent}  no credentials: pulled by the kubelet, every use must authenticate")
+    for image, creds in mapping.items():
+        for line in _describe_credentials(creds):
+            print(f"{indent}  {image}: {line}")
+
+
+def _parse_time(value: str) -> dt.datetime:
+    try:
+        t = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise CLIError(f"--before {value!r}: not an RFC 3339 time") from None
+    if t.tzinfo is None:
+        raise CLIError(f"--before {value!r}: give a time zone (e.g. Z)")
+    return t.astimezone(dt.UTC)
+
+
+# -- actions ----------------------------------------------------------------------------------
+
+
+def run_list(args: argparse.Namespace) -> int:
+    store = _store(args)
+    records, record_errors = store.list_image_pulled_records()
+    intents, intent_errors = store.list_image_pull_intents()
+    records = sorted(records, key=lambda r: r.image_ref)
+    errors = [*record_errors, *intent_errors]
+    if args.output == "json":
+        from credprov.cli._output import print_json
+
+        print_json(
+            {
+                "root": args.root,
+                "records": [_record_dict(r) for r in records],
+                "intents": sorted(i.image for i in intents),
+                "errors": errors,
+            }
+        )
+        return 0
+    print(f"records ({len(records)}) in {store.records_dir}")
+    for r in records:
+        _print_record(_record_dict(r), "  ")
+    if intents:
+        print(
+            f"dangling intents ({len(intents)}) in {store.intents_dir}: a pull in flight or "
+            "interrupted; the kubelet treats these image strings as kubelet-pulled"
+        )
+        for image in sorted(i.image for i in intents):
+            print(f"  {image}")
+    if errors:
+        print(f"files that fail to decode ({len(errors)}): the kubelet fails safe on them")
+        for message in errors:
+            print(f"  {message}")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from credprov.pullmanager.interfaces import StoreReadError
+
+    store = _store(args)
+    try:
+        record = store.get_image_pulled_record(args.image_ref)
+    except StoreReadError as exc:
+        raise CLIError(str(exc)) from None
+    if record is None:
+        raise CLIError(f"no pulled record for imageRef {args.image_ref!r}")
+    rec = _record_dict(record)
+    if args.output == "json":
+        from credprov.cli._output import print_json
+
+        print_json(rec)
+    else:
+        _print_record(rec)
+    return 0
+
+
+def _keep_refs(args: argparse.Namespace) -> set[str]:
+    keep = {ref for group in args.keep for ref in group}
+    if args.keep_file:
+        try:
+            with open(args.keep_file, encoding="utf-8") as fh:
+                keep |= {line.strip() for line in fh if line.strip()}
+        except OSError as exc:
+            raise CLIError(f"cannot read --keep-file {args.keep_file}: {exc.strerror}") from None
+    if not keep and not args.keep_none and not args.keep_file:
+        raise CLIError(
+            "give the image refs the runtime still has with --keep/--keep-file "
+            "(e.g. 'crictl images -q'), or --keep-none to prune every old record"
+        )
+    return keep
+
+
+def run_prune(args: argparse.Namespace) -> int:
+    from credprov.pullmanager.interfaces import StoreWriteError
+
+    keep = _keep_refs(args)
+    until = _parse_time(args.before) if args.before else dt.datetime.now(dt.UTC)
+    store = _store(args)
+    records, errors = store.list_image_pulled_records()
+    # PruneUnknownRecords: strictly before "until", and not an image the runtime has.
+    doomed = sorted(
+        (r for r in records if r.last_updated_time < until and r.image_ref not in keep),
+        key=lambda r: r.image_ref,
+    )
+    deleted: list[str] = []
+    failures: list[str] = []
+    if not args.dry_run:
+        for r in doomed:
+            try:
+                store.delete_image_pulled_record(r.image_ref)
+                deleted.append(r.image_ref)
+            except StoreWriteError as exc:
+                failures.append(str(exc))
+    refs = [r.image_ref for r in doomed]
+    if args.output == "json":
+        from credprov.cli._output import print_json
+
+        print_json(
+            {
+                "dryRun": args.dry_run,
+                "until": until.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "pruned": refs if args.dry_run else deleted,
+                "kept": len(records) - len(doomed),
+                "errors": [*errors, *failures],
+            }
+        )
+    else:
+        verb = "would prune" if args.dry_run else "pruned"
+        print(f"{verb} {len(refs) if args.dry_run else len(deleted)} of {len(records)} records")
+        for ref in refs if args.dry_run else deleted:
+            print(f"  {ref}")
+        for message in [*errors, *failures]:
+            print(f"  error: {message}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+@dataclass
+class _FileCheck:
+    path: str
+    kind: str  # "intent" | "record"
+    version: str | None = None
+    key: str | None = None  # the image (intent) or imageRef (record)
+    error: str | None = None
+
+
+def _scan(store: Any) -> list[_FileCheck]:
+    """Decode every cache file strictly; also check it is where the kubelet looks for it."""
+    from credprov.pullmanager.fsstore import MAX_FILE_SIZE, is_cache_filename
+    from credprov.pullmanager.types import (
+        RecordDecodeError,
+        cache_filename,
+        decode_intent,
+        decode_record,
+    )
+
+    out: list[_FileCheck] = []
+    for kind, directory in (("intent", store.intents_dir), ("record", store.records_dir)):
+        try:
+            names = sorted(os.listdir(directory))
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            out.append(_FileCheck(directory, kind, error=f"cannot list: {exc.strerror}"))
+            continue
+        for name in names:
+            if not is_cache_filename(name):
+                continue  # the kubelet ignores these too
+            path = os.path.join(directory, name)
+            check = _FileCheck(path, kind)
+            out.append(check)
+            if os.path.islink(path) or not os.path.isfile(path):
+                check.error = "not a regular file"
+                continue
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read(MAX_FILE_SIZE + 1)
+            except OSError as exc:
+                check.error = f"cannot read: {exc.strerror}"
+                continue
+            if len(data) > MAX_FILE_SIZE:
+                check.error = f"larger than {MAX_FILE_SIZE} bytes"
+                continue
+            try:
+                if kind == "intent":
+                    check.version, intent = decode_intent(data)
+                    check.key = intent.image
+                else:
+                    check.version, record = decode_record(data)
+                    check.key = record.image_ref
+            except RecordDecodeError as exc:
+                check.error = f"does not decode: {str(exc).splitlines()[0]}"
+                continue
+            if cache_filename(check.key) != name:
+                # The kubelet finds files by the hash of their key only: this one is invisible.
+                field = "image" if kind == "intent" else "imageRef"
+                check.error = f"file name does not match its {field} {check.key!r}"
+    return out
+
+
+def run_migrate(args: argparse.Namespace) -> int:
+    from credprov.pullmanager.types import STORAGE_VERSION
+
+    store = _store(args)
+    stale = [c for c in _scan(store) if c.error is None and c.version != STORAGE_VERSION]
+    errors: list[str] = []
+    if not args.dry_run and stale:
+        errors = list(_store(args, migrate=True).startup_errors)
+    after = {c.path: c for c in _scan(store)} if not args.dry_run else {}
+    migrated = [
+        c.path for c in stale if args.dry_run or after.get(c.path, c).version == STORAGE_VERSION
+    ]
+    if args.output == "json":
+        from credprov.cli._output import print_json
+
+        print_json({"dryRun": args.dry_run, "migrated": migrated, "errors": errors})
+    else:
+        verb = "would migrate" if args.dry_run else "migrated"
+        print(f"{verb} {len(migrated)} files to {STORAGE_VERSION}")
+        for path in migrated:
+            print(f"  {path}")
+        for message in errors:
+            print(f"  warning: {message}", file=sys.stderr)
+    # Undecodable files are verify's business; fail only when a stale file stayed stale.
+    return 1 if len(migrated) < len(stale) else 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    from credprov.pullmanager.types import STORAGE_VERSION
+
+    store = _store(args)
+    checks = _scan(store)
+    bad = [c for c in checks if c.error is not None]
+    if args.output == "json":
+        from credprov.cli._output import print_json
+
+        print_json(
+            {
+                "files": [
+                    {
+                        "path": c.path,
+                        "kind": c.kind,
+                        "version": c.version,
+                        "key": c.key,
+                        "error": c.error,
+                    }
+                    for c in checks
+                ],
+                "ok": not bad,
+            }
+        )
+    else:
+        old = [c for c in checks if c.error is None and c.version != STORAGE_VERSION]
+        print(f"{len(checks)} files checked, {len(bad)} invalid, {len(old)} not yet v1beta1")
+        for c in bad:
+            print(f"  {c.path}: {c.error}")
+        for c in old:
+            print(f"  {c.path}: {c.version} (run 'pull-records migrate')")
+    return 1 if bad else 0

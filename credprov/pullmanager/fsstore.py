@@ -1,0 +1,490 @@
+"""The on-disk pull records: ``<kubelet root>/image_manager/{pulling,pulled}``.
+
+Mirrors the kubelet's ``fsPullRecordsAccessor`` (``pkg/kubelet/images/pullmanager/
+fs_pullrecords.go``, 1.35+) so that credprov and a kubelet can read each other's files:
+
+* intents live in ``image_manager/pulling``, records in ``image_manager/pulled``; each file is
+  ``sha256-<hex of sha256(image or imageRef)>`` (:func:`~credprov.pullmanager.types.cache_filename`)
+  holding the kubelet's compact JSON, written as ``v1beta1``;
+* directories are (re)created ``0700`` on every write, files are ``0600``;
+* listing reads every entry whose name starts with ``sha256-`` and does not end in ``.tmp``;
+  entries that fail are reported one message each while the valid ones are still returned;
+* ``image_pull_intent_exists`` compares the decoded ``image`` and ``get_image_pulled_record``
+  the decoded ``imageRef`` with the key asked for (hash-collision guard);
+* deleting a missing file is fine;
+* at construction every decodable ``v1alpha1`` file is rewritten as ``v1beta1`` through the
+  normal write path; errors are only collected (:attr:`FSPullRecordsAccessor.startup_errors`);
+* :meth:`~FSPullRecordsAccessor.count_intents`/:meth:`~FSPullRecordsAccessor.count_records`
+  count valid-looking names without decoding (``countCacheFiles``).
+
+Where we are stronger than upstream:
+
+* writes go to a unique temp file (``<target>.<pid>.<random>.tmp``, ``O_EXCL|O_NOFOLLOW``) that
+  is fsynced before the rename, and the directory is fsynced after it, so a crash or power
+  loss leaves either the old or the new file, never a torn one, and two writers never share
+  a temp file (upstream uses one fixed ``<target>.tmp`` and no fsync);
+* reads never follow symlinks, refuse non-regular files and files over 1 MiB, and a valid
+  looking name that is not a regular file (a directory, a symlink, a FIFO) is reported as an
+  error by the list functions instead of being skipped silently: an absent record would let
+  a preloaded-image policy through, an error makes the manager fail safe;
+* error messages carry the path and a one-line reason, never the file's content;
+* :meth:`~FSPullRecordsAccessor.locked`/:meth:`~FSPullRecordsAccessor.global_lock` are
+  ``flock``-based striped locks shared by every process using the same kubelet root (upstream
+  has in-process mutexes only and assumes one kubelet). The store does **not** take them
+  around its single operations (an atomic rename makes each one safe on its own); callers
+  hold them around read-modify-write sequences so that no update is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import secrets
+import stat
+from collections.abc import Callable, Iterator
+from typing import Literal
+
+from credprov.pullmanager.interfaces import StoreReadError, StoreWriteError
+from credprov.pullmanager.types import (
+    STORAGE_VERSION,
+    ImagePulledRecord,
+    ImagePullIntent,
+    RecordDecodeError,
+    cache_filename,
+    decode_intent,
+    decode_record,
+    encode_intent,
+    encode_record,
+)
+
+__all__ = [
+    "CACHE_FILE_PREFIX",
+    "LOCK_STRIPES",
+    "MAX_FILE_SIZE",
+    "TMP_SUFFIX",
+    "FSPullRecordsAccessor",
+    "LockKind",
+    "is_cache_filename",
+]
+
+CACHE_FILE_PREFIX = "sha256-"
+TMP_SUFFIX = ".tmp"
+#: A record is a few hundred bytes; anything this big is not one of ours (and must not be
+#: slurped into memory on every read).
+MAX_FILE_SIZE = 1 << 20
+#: The kubelet's StripedLockSet never has more than 31 stripes.
+LOCK_STRIPES = 31
+
+LockKind = Literal["intent", "record"]
+_LOCK_KINDS: tuple[LockKind, ...] = ("intent", "record")
+
+# O_NOFOLLOW: a symlink planted in the records directory must not redirect reads or writes.
+# O_NONBLOCK on reads: opening a FIFO planted under a record's name must not hang.
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# Filesystems that cannot fsync a directory say so with these; the rename already happened.
+_DIR_FSYNC_UNSUPPORTED = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EBADF})
+
+
+def is_cache_filename(name: str) -> bool:
+    """The kubelet's filter: ``sha256-`` prefix and no ``.tmp`` suffix."""
+    return name.startswith(CACHE_FILE_PREFIX) and not name.endswith(TMP_SUFFIX)
+
+
+def _mkdir_all(path: str) -> None:
+    """``os.MkdirAll(path, 0700)``: unlike ``os.makedirs``, missing parents get 0700 too."""
+    if os.path.isdir(path):
+        return
+    parent = os.path.dirname(path)
+    if parent and parent != path:
+        _mkdir_all(parent)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+
+
+def _fnv32(key: str) -> int:
+    """FNV-1 32-bit (Go's ``hash/fnv.New32``), as the kubelet's ``keyToID`` uses."""
+    h = 0x811C9DC5
+    for b in key.encode("utf-8"):
+        h = (h * 0x01000193) & 0xFFFFFFFF
+        h ^= b
+    return h
+
+
+def _reason(exc: BaseException) -> str:
+    """A one-line reason without file content (YAML errors quote the document below line 1)."""
+    if isinstance(exc, OSError):
+        text = exc.strerror or str(exc)
+    else:
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+class _Unusable(Exception):
+    """A file that exists but cannot be used; ``str()`` is ``<path>: <reason>``."""
+
+
+class FSPullRecordsAccessor:
+    """:class:`~credprov.pullmanager.interfaces.PullRecordsAccessor` over the kubelet's files.
+
+    Args:
+        kubelet_root: the kubelet's root directory (``/var/lib/kubelet``).
+        migrate: rewrite ``v1alpha1`` files as ``v1beta1`` now (what the kubelet does at
+            start). With ``migrate=False`` nothing is written until the first write, so an
+            inspector leaves the disk untouched.
+        on_change: called after every successful write or delete (the size gauges).
+    """
+
+    def __init__(
+        self,
+        kubelet_root: str,
+        *,
+        migrate: bool = True,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        self.root = os.path.join(kubelet_root, "image_manager")
+        self.intents_dir = os.path.join(self.root, "pulling")
+        self.records_dir = os.path.join(self.root, "pulled")
+        self.locks_dir = os.path.join(self.root, ".locks")
+        self._on_change = on_change
+        #: Messages from the start-up migration (upstream only logs them).
+        self.startup_errors: list[str] = []
+        if migrate:
+            self._migrate()
+
+    # -- intents ------------------------------------------------------------------------------
+
+    def write_image_pull_intent(self, image: str) -> None:
+        self._write(
+            self.intents_dir, cache_filename(image), encode_intent(ImagePullIntent(image=image))
+        )
+
+    def image_pull_intent_exists(self, image: str) -> bool:
+        path = os.path.join(self.intents_dir, cache_filename(image))
+        try:
+            intent = self._load_intent(path)
+        except _Unusable as exc:
+            raise StoreReadError(str(exc)) from None
+        # Another image whose name hashes to the same file is not this intent.
+        return intent is not None and intent[1].image == image
+
+    def delete_image_pull_intent(self, image: str) -> None:
+        self._delete(self.intents_dir, cache_filename(image))
+
+    def list_image_pull_intents(self) -> tuple[list[ImagePullIntent], list[str]]:
+        intents: list[ImagePullIntent] = []
+        errors: list[str] = []
+        for path in self._entries(self.intents_dir, errors):
+            try:
+                got = self._load_intent(path)
+            except _Unusable as exc:
+                errors.append(str(exc))
+                continue
+            if got is not None:  # removed between listing and reading
+                intents.append(got[1])
+        return intents, errors
+
+    def count_intents(self) -> int:
+        """Valid-looking intent file names (no reads, no decoding)."""
+        return self._count(self.intents_dir)
+
+    # -- records ------------------------------------------------------------------------------
+
+    def get_image_pulled_record(self, image_ref: str) -> ImagePulledRecord | None:
+        path = os.path.join(self.records_dir, cache_filename(image_ref))
+        try:
+            got = self._load_record(path)
+        except _Unusable as exc:
+            raise StoreReadError(str(exc)) from None
+        if got is None or got[1].image_ref != image_ref:
+            # Absent, or another imageRef whose name hashes to the same file.
+            return None
+        return got[1]
+
+    def write_image_pulled_record(self, record: ImagePulledRecord) -> None:
+        self._write(self.records_dir, cache_filename(record.image_ref), encode_record(record))
+
+    def delete_image_pulled_record(self, image_ref: str) -> None:
+        self._delete(self.records_dir, cache_filename(image_ref))
+
+    def list_image_pulled_records(self) -> tuple[list[ImagePulledRecord], list[str]]:
+        records: list[ImagePulledRecord] = []
+        errors: list[str] = []
+        for path in self._entries(self.records_dir, errors):
+            try:
+                got = self._load_record(path)
+            except _Unusable as exc:
+                errors.append(str(exc))
+                continue
+            if got is not None:
+                records.append(got[1])
+        return records, errors
+
+    def count_records(self) -> int:
+        """Valid-looking record file names (no reads, no decoding)."""
+        return self._count(self.records_dir)
+
+    # -- cross-process locks ------------------------------------------------------------------
+
+    def lock_path(self, kind: LockKind, stripe: int) -> str:
+        """The lock file of one stripe (``.locks/<kind>-NN``)."""
+        return os.path.join(self.locks_dir, f"{kind}-{stripe:02d}")
+
+    @staticmethod
+    def stripe(key: str) -> int:
+        """``fnv32(key) % 31``: the kubelet's ``keyToID`` over its (fixed) 31 stripes."""
+        return _fnv32(key) % LOCK_STRIPES
+
+    @contextlib.contextmanager
+    def locked(self, kind: LockKind, key: str) -> Iterator[None]:
+        """Hold the stripe lock of ``key`` (an intent's image or a record's imageRef).
+
+        Exclusive across threads and processes sharing this kubelet root (each acquisition
+        opens its own file description, and ``flock`` locks belong to it). Not re-entrant,
+        like Go's ``sync.Mutex``: never take a stripe twice in one thread, and take intent
+        locks before record locks (the kubelet's order in ``RecordImagePulled``).
+
+        Raises:
+            StoreWriteError: the lock file cannot be created or locked.
+        """
+        self._check_kind(kind)
+        fd = self._acquire(kind, self.stripe(key))
+        try:
+            yield
+        finally:
+            os.close(fd)  # closing the last descriptor releases the flock
+
+    @contextlib.contextmanager
+    def global_lock(self, kind: LockKind | None = None) -> Iterator[None]:
+        """Hold every stripe of ``kind`` (both kinds when None: intents first), in order.
+
+        Raises:
+            StoreWriteError: a lock file cannot be created or locked.
+        """
+        kinds = _LOCK_KINDS if kind is None else (self._check_kind(kind),)
+        fds: list[int] = []
+        try:
+            for k in kinds:
+                for i in range(LOCK_STRIPES):
+                    fds.append(self._acquire(k, i))
+            yield
+        finally:
+            for fd in reversed(fds):
+                os.close(fd)
+
+    @staticmethod
+    def _check_kind(kind: str) -> LockKind:
+        if kind not in _LOCK_KINDS:
+            raise ValueError(f"lock kind must be one of {_LOCK_KINDS}, not {kind!r}")
+        return kind
+
+    def _acquire(self, kind: LockKind, stripe: int) -> int:
+        path = self.lock_path(kind, stripe)
+        try:
+            _mkdir_all(self.locks_dir)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise StoreWriteError(f"{path}: cannot open lock file: {_reason(exc)}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            os.close(fd)
+            raise StoreWriteError(f"{path}: cannot lock: {_reason(exc)}") from exc
+        return fd
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def _load_intent(self, path: str) -> tuple[str, ImagePullIntent] | None:
+        data = self._read(path)
+        if data is None:
+            return None
+        try:
+            return decode_intent(data)
+        except RecordDecodeError as exc:
+            raise _Unusable(f"{path}: not a valid ImagePullIntent: {_reason(exc)}") from exc
+
+    def _load_record(self, path: str) -> tuple[str, ImagePulledRecord] | None:
+        data = self._read(path)
+        if data is None:
+            return None
+        try:
+            return decode_record(data)
+        except RecordDecodeError as exc:
+            raise _Unusable(f"{path}: not a valid ImagePulledRecord: {_reason(exc)}") from exc
+
+    @staticmethod
+    def _read(path: str) -> bytes | None:
+        """The file's bytes; None when it does not exist.
+
+        Raises:
+            _Unusable: a symlink, not a regular file, too big, or unreadable.
+        """
+        try:
+            fd = os.open(path, _READ_FLAGS)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _Unusable(f"{path}: is a symlink") from None
+            raise _Unusable(f"{path}: cannot open: {_reason(exc)}") from exc
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise _Unusable(f"{path}: not a regular file")
+            if st.st_size > MAX_FILE_SIZE:
+                raise _Unusable(f"{path}: larger than {MAX_FILE_SIZE} bytes")
+            chunks: list[bytes] = []
+            total = 0
+            # Read to EOF but no further than the limit: the file may grow after fstat.
+            while total <= MAX_FILE_SIZE:
+                chunk = os.read(fd, MAX_FILE_SIZE + 1 - total)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+            if total > MAX_FILE_SIZE:
+                raise _Unusable(f"{path}: larger than {MAX_FILE_SIZE} bytes")
+            return b"".join(chunks)
+        except OSError as exc:
+            raise _Unusable(f"{path}: cannot read: {_reason(exc)}") from exc
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _entries(directory: str, errors: list[str]) -> list[str]:
+        """Paths of the valid-looking names in ``directory``, sorted; a missing dir is empty.
+
+        Subdirectories are not descended into. A valid-looking name that is not a regular
+        file is still returned so that reading it reports it (upstream skips directories).
+        """
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            errors.append(f"{directory}: cannot list: {_reason(exc)}")
+            return []
+        return [os.path.join(directory, n) for n in sorted(names) if is_cache_filename(n)]
+
+    @staticmethod
+    def _count(directory: str) -> int:
+        count = 0
+        try:
+            with os.scandir(directory) as it:
+                for entry in it:
+                    # DirEntry caches d_type: no stat, no read (upstream's isValidCacheFile).
+                    if is_cache_filename(entry.name) and not entry.is_dir(follow_symlinks=False):
+                        count += 1
+        except OSError:
+            return count
+        return count
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def _write(self, directory: str, name: str, data: bytes) -> None:
+        """Atomically replace ``directory/name`` with ``data``.
+
+        Raises:
+            StoreWriteError: with the ``OSError`` as ``__cause__``. Nothing was replaced
+                and no temp file is left behind, unless only the final directory fsync
+                failed (then the new content is in place but may not survive a crash).
+        """
+        target = os.path.join(directory, name)
+        try:
+            # Re-created on every write, as upstream, so a removed directory heals itself.
+            _mkdir_all(directory)
+        except OSError as exc:
+            raise StoreWriteError(f"{directory}: cannot create directory: {_reason(exc)}") from exc
+        tmp = f"{target}.{os.getpid()}.{secrets.token_hex(8)}{TMP_SUFFIX}"
+        try:
+            fd = os.open(tmp, _TMP_FLAGS, 0o600)
+        except OSError as exc:
+            raise StoreWriteError(f"{tmp}: cannot create: {_reason(exc)}") from exc
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                # Data must be on disk before the rename makes it visible under the real
+                # name; otherwise a power loss can leave an empty or torn record.
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, target)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise StoreWriteError(f"{target}: cannot write: {_reason(exc)}") from exc
+        try:
+            self._sync_dir(directory, target)
+        finally:
+            self._changed()  # the new content is visible even when the sync failed
+
+    def _delete(self, directory: str, name: str) -> None:
+        path = os.path.join(directory, name)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StoreWriteError(f"{path}: cannot delete: {_reason(exc)}") from exc
+        try:
+            self._sync_dir(directory, path)
+        finally:
+            self._changed()
+
+    @staticmethod
+    def _sync_dir(directory: str, target: str) -> None:
+        """Make the rename/unlink durable (the directory entry is what changed)."""
+        try:
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise StoreWriteError(f"{target}: cannot sync directory: {_reason(exc)}") from exc
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            if exc.errno not in _DIR_FSYNC_UNSUPPORTED:
+                raise StoreWriteError(f"{target}: cannot sync directory: {_reason(exc)}") from exc
+        finally:
+            os.close(fd)
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            self._on_change()
+
+    # -- migration ----------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        """Rewrite every decodable non-``v1beta1`` file as ``v1beta1`` (``recordsVersionMigration``).
+
+        Each file is re-read under its stripe lock so that a record another process updated
+        meanwhile is not overwritten with the stale content read by the scan.
+        """
+        for path in self._entries(self.intents_dir, self.startup_errors):
+            try:
+                got = self._load_intent(path)
+                if got is None or got[0] == STORAGE_VERSION:
+                    continue
+                with self.locked("intent", got[1].image):
+                    got = self._load_intent(path)
+                    if got is not None and got[0] != STORAGE_VERSION:
+                        self.write_image_pull_intent(got[1].image)
+            except (_Unusable, StoreWriteError) as exc:
+                self.startup_errors.append(f"migrating intent: {exc}")
+        for path in self._entries(self.records_dir, self.startup_errors):
+            try:
+                rec = self._load_record(path)
+                if rec is None or rec[0] == STORAGE_VERSION:
+                    continue
+                with self.locked("record", rec[1].image_ref):
+                    rec = self._load_record(path)
+                    if rec is not None and rec[0] != STORAGE_VERSION:
+                        self.write_image_pulled_record(rec[1])
+            except (_Unusable, StoreWriteError) as exc:
+                self.startup_errors.append(f"migrating record: {exc}")

@@ -1,0 +1,136 @@
+"""The kubelet's image pull manager metrics, with its names, labels and help text.
+
+Mirrors ``pkg/kubelet/images/metrics.go`` (``kubelet_image_manager_ensure_image_requests_total``,
+recorded once per ``EnsureImageExists``) and ``pkg/kubelet/images/pullmanager/metrics.go``
+(``kubelet_imagemanager_image_mustpull_checks_total`` and the on-disk / in-memory size
+gauges). All are ALPHA upstream, hence the ``[ALPHA] `` help prefix component-base adds.
+Like :class:`credprov.metrics.Metrics`, each :class:`PullManagerMetrics` has its own
+registry, so several managers in one process (or in tests) do not share counts.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    disable_created_metrics,
+    generate_latest,
+)
+
+__all__ = [
+    "CHECK_RESULTS",
+    "CHECK_RESULT_CREDENTIAL_POLICY_ALLOWED",
+    "CHECK_RESULT_CREDENTIAL_RECORD_FOUND",
+    "CHECK_RESULT_ERROR",
+    "CHECK_RESULT_MUST_AUTHENTICATE",
+    "PullManagerMetrics",
+]
+
+_STABILITY = "[ALPHA] "
+
+# component-base exposes no _created series; client_python does unless told not to.
+disable_created_metrics()
+
+#: ``mustAttemptImagePullResult`` values, the ``result`` label of the must-pull counter.
+CHECK_RESULT_CREDENTIAL_POLICY_ALLOWED = "credentialPolicyAllowed"
+CHECK_RESULT_CREDENTIAL_RECORD_FOUND = "credentialRecordFound"
+CHECK_RESULT_MUST_AUTHENTICATE = "mustAuthenticate"
+CHECK_RESULT_ERROR = "error"
+CHECK_RESULTS = (
+    CHECK_RESULT_CREDENTIAL_POLICY_ALLOWED,
+    CHECK_RESULT_CREDENTIAL_RECORD_FOUND,
+    CHECK_RESULT_MUST_AUTHENTICATE,
+    CHECK_RESULT_ERROR,
+)
+
+
+def _tri_state(value: bool | None) -> str:
+    # The kubelet passes *bool: nil is "unknown" (e.g. the image could not be inspected).
+    if value is None:
+        return "unknown"
+    return "true" if value else "false"
+
+
+class PullManagerMetrics:
+    """The six pull manager metrics, on a registry of their own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        # Subsystem "kubelet" + "_" + "image_manager": the underscore is upstream's.
+        self.ensure_image_requests = Counter(
+            "kubelet_image_manager_ensure_image_requests",
+            _STABILITY + "Number of ensure-image requests processed by the kubelet.",
+            ["pull_policy", "present_locally", "pull_required"],
+            registry=self.registry,
+        )
+        self.mustpull_checks = Counter(
+            "kubelet_imagemanager_image_mustpull_checks",
+            _STABILITY + "Counter for how many times kubelet checked whether credentials need "
+            "to be re-verified to access an image",
+            ["result"],
+            registry=self.registry,
+        )
+        self.ondisk_pullintents = Gauge(
+            "kubelet_imagemanager_ondisk_pullintents",
+            _STABILITY + "Number of ImagePullIntents stored on disk.",
+            registry=self.registry,
+        )
+        self.ondisk_pulledrecords = Gauge(
+            "kubelet_imagemanager_ondisk_pulledrecords",
+            _STABILITY + "Number of ImagePulledRecords stored on disk.",
+            registry=self.registry,
+        )
+        self.inmemory_pullintents_usage_percent = Gauge(
+            "kubelet_imagemanager_inmemory_pullintents_usage_percent",
+            _STABILITY + "The ImagePullIntents in-memory cache usage in percent.",
+            registry=self.registry,
+        )
+        self.inmemory_pulledrecords_usage_percent = Gauge(
+            "kubelet_imagemanager_inmemory_pulledrecords_usage_percent",
+            _STABILITY + "The ImagePulledRecords in-memory cache usage in percent.",
+            registry=self.registry,
+        )
+
+    def ensure_image_request(
+        self, pull_policy: str, present_locally: bool | None, pull_required: bool | None
+    ) -> None:
+        """``recordEnsureImageRequest``: ``None`` is recorded as ``unknown``.
+
+        ``pull_policy`` is the container's ``imagePullPolicy`` (``Always``, ``IfNotPresent``,
+        ``Never``); the label is lowercased as upstream.
+        """
+        self.ensure_image_requests.labels(
+            pull_policy=pull_policy.lower(),
+            present_locally=_tri_state(present_locally),
+            pull_required=_tri_state(pull_required),
+        ).inc()
+
+    def must_pull_check(self, result: str) -> None:
+        """``recordMustAttemptImagePullResult``; an empty result counts as ``error``.
+
+        Raises:
+            ValueError: ``result`` is not one of :data:`CHECK_RESULTS` (a typo would
+                otherwise create a series no dashboard looks at).
+        """
+        result = result or CHECK_RESULT_ERROR
+        if result not in CHECK_RESULTS:
+            raise ValueError(f"unknown must-pull check result {result!r}")
+        self.mustpull_checks.labels(result=result).inc()
+
+    def set_ondisk(self, intents: int, records: int) -> None:
+        """The number of intent and record files on disk."""
+        self.ondisk_pullintents.set(intents)
+        self.ondisk_pulledrecords.set(records)
+
+    def set_inmemory(self, intents_pct: int, records_pct: int) -> None:
+        """How full the in-memory caches are, in percent (0-100).
+
+        Its signature fits ``CachedPullRecordsAccessor(on_change=...)``.
+        """
+        self.inmemory_pullintents_usage_percent.set(intents_pct)
+        self.inmemory_pulledrecords_usage_percent.set(records_pct)
+
+    def exposition(self) -> bytes:
+        """The Prometheus text exposition (no ``_created`` series: the kubelet has none)."""
+        return generate_latest(self.registry)
