@@ -1,0 +1,183 @@
+"""KEP-2535 pull manager benchmark: verification checks, start-up, memory.
+
+Reports, in one run (medians of interleaved passes):
+- ``must_attempt_image_pull`` calls per second with 10,000 records on disk, for the file
+  store alone and with the in-memory LRU layer in front, on a hot set of images (what a node
+  checks again and again) and uniformly over all 10,000; and their ratio;
+- start-up time of an ``ImagePullManager`` over 10,000 records and 1,000 dangling intents
+  (listing, LRU warm-up, housekeeping against a runtime that has 1,000 images);
+- resident memory (max RSS) of a process holding such a manager.
+
+Usage: ``.venv/bin/python benchmarks/bench_pullmanager.py [--records N] [--intents N]``.
+Always exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from credprov.pullmanager.types import (
+    ImagePullCredentials,
+    ImagePulledRecord,
+    ImagePullIntent,
+    ImagePullSecret,
+    cache_filename,
+    encode_intent,
+    encode_record,
+)
+
+SECRET = ImagePullSecret(uid="uid-1", namespace="ns", name="regcred", credential_hash="h" * 64)
+
+
+def image(i: int) -> str:
+    return f"registry.example.com/team/app{i}:v1"
+
+
+def ref(i: int) -> str:
+    return f"sha256:{i:064x}"
+
+
+def populate(root: Path, records: int, intents: int) -> None:
+    """Write record and intent files directly (setup speed; same bytes the store writes)."""
+    pulled = root / "image_manager" / "pulled"
+    pulling = root / "image_manager" / "pulling"
+    pulled.mkdir(parents=True, mode=0o700)
+    pulling.mkdir(parents=True, mode=0o700)
+    now = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+    for i in range(records):
+        rec = ImagePulledRecord(
+            lastUpdatedTime=now,
+            imageRef=ref(i),
+            credentialMapping={
+                image(i).rsplit(":", 1)[0]: ImagePullCredentials(kubernetesSecrets=[SECRET])
+            },
+        )
+        (pulled / cache_filename(ref(i))).write_bytes(encode_record(rec))
+    for i in range(intents):
+        intent = ImagePullIntent(image=f"registry.example.com/dangling/x{i}:v1")
+        (pulling / cache_filename(intent.image)).write_bytes(encode_intent(intent))
+    for p in (*pulled.iterdir(), *pulling.iterdir()):
+        p.chmod(0o600)
+
+
+def checks_per_second(manager: object, indices: list[int]) -> float:
+    get_creds = lambda: ([SECRET], None)  # noqa: E731
+    must = manager.must_attempt_image_pull  # type: ignore[attr-defined]
+    start = time.perf_counter()
+    for i in indices:
+        if must(image(i), ref(i), get_creds):
+            raise RuntimeError("expected a credential-record hit")
+    return len(indices) / (time.perf_counter() - start)
+
+
+def startup_child(root: str, runtime_images: int) -> None:
+    """Run in a subprocess: construct a manager, print its start-up time and max RSS."""
+    from credprov.pullmanager.interfaces import RuntimeImage
+    from credprov.pullmanager.manager import ImagePullManager
+
+    class Runtime:
+        def list_images(self) -> list[RuntimeImage]:
+            return [RuntimeImage(id=ref(i), repo_tags=(image(i),)) for i in range(runtime_images)]
+
+    start = time.perf_counter()
+    manager = ImagePullManager(root, "NeverVerifyPreloadedImages", runtime=Runtime())
+    elapsed = time.perf_counter() - start
+    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"startup_s": elapsed, "max_rss_kib": rss_kib, "ok": manager is not None}))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--intents", type=int, default=1_000)
+    parser.add_argument("--checks", type=int, default=5_000)
+    parser.add_argument("--passes", type=int, default=5)
+    parser.add_argument("--startup-child", nargs=2, metavar=("ROOT", "IMAGES"))
+    args = parser.parse_args()
+    if args.startup_child:
+        startup_child(args.startup_child[0], int(args.startup_child[1]))
+        return 0
+
+    from credprov.pullmanager.fsstore import FSPullRecordsAccessor
+    from credprov.pullmanager.manager import ImagePullManager
+
+    tmp = Path(tempfile.mkdtemp(prefix="credprov-bench-pm-"))
+    try:
+        root = tmp / "kubelet"
+        t0 = time.perf_counter()
+        populate(root, args.records, args.intents)
+        setup = time.perf_counter() - t0
+        fs_only = ImagePullManager(
+            str(root), "NeverVerifyPreloadedImages", accessor=FSPullRecordsAccessor(str(root))
+        )
+        layered = ImagePullManager(str(root), "NeverVerifyPreloadedImages")
+        rng = random.Random(7)
+        hot = [rng.randrange(args.records) for _ in range(40)]
+        patterns = {
+            "hot set of 40 images": [hot[i % len(hot)] for i in range(args.checks)],
+            f"uniform over {args.records}": [
+                rng.randrange(args.records) for _ in range(args.checks)
+            ],
+        }
+        results: dict[str, dict[str, list[float]]] = {
+            p: {"file store": [], "file store + LRU": []} for p in patterns
+        }
+        for _ in range(args.passes):
+            for name, idx in patterns.items():
+                results[name]["file store"].append(checks_per_second(fs_only, idx))
+                results[name]["file store + LRU"].append(checks_per_second(layered, idx))
+
+        startups = []
+        for _ in range(3):
+            proc = subprocess.run(
+                [sys.executable, __file__, "--startup-child", str(root), str(args.intents)],
+                capture_output=True,
+                text=True,
+                check=False,
+                env={**os.environ},
+            )
+            if proc.returncode != 0:
+                print("start-up child failed:", proc.stderr[-500:])
+                break
+            startups.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            # Housekeeping converted the intents that match runtime images: restore them.
+            shutil.rmtree(root)
+            populate(root, args.records, args.intents)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    print(
+        f"pull manager, {args.records:,} records + {args.intents:,} dangling intents on disk "
+        f"(written in {setup:.1f} s); median of {args.passes} passes of {args.checks:,} checks"
+    )
+    for name, by_store in results.items():
+        fs = statistics.median(by_store["file store"])
+        lru = statistics.median(by_store["file store + LRU"])
+        print(f"  must_attempt_image_pull, {name}:")
+        print(f"    file store alone        {fs:10,.0f} checks/s")
+        print(f"    file store + LRU layer  {lru:10,.0f} checks/s   ratio {lru / fs:.1f}x")
+    if startups:
+        s = statistics.median(x["startup_s"] for x in startups)
+        rss = statistics.median(x["max_rss_kib"] for x in startups) / 1024
+        print(
+            f"  start-up (list {args.records:,} records + {args.intents:,} intents, LRU warm-up, "
+            f"housekeeping vs {args.intents:,} runtime images): {s * 1000:.0f} ms (median of "
+            f"{len(startups)}); max RSS {rss:.0f} MiB"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
