@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterator
 from typing import Literal
 
 from credprov.pullmanager.interfaces import StoreReadError, StoreWriteError
+from credprov.pullmanager.locks import MAX_LOCK_STRIPES, fnv32
 from credprov.pullmanager.types import (
     STORAGE_VERSION,
     ImagePulledRecord,
@@ -75,7 +76,7 @@ TMP_SUFFIX = ".tmp"
 #: slurped into memory on every read).
 MAX_FILE_SIZE = 1 << 20
 #: The kubelet's StripedLockSet never has more than 31 stripes.
-LOCK_STRIPES = 31
+LOCK_STRIPES = MAX_LOCK_STRIPES
 
 LockKind = Literal["intent", "record"]
 _LOCK_KINDS: tuple[LockKind, ...] = ("intent", "record")
@@ -105,15 +106,6 @@ def _mkdir_all(path: str) -> None:
     except FileExistsError:
         if not os.path.isdir(path):
             raise
-
-
-def _fnv32(key: str) -> int:
-    """FNV-1 32-bit (Go's ``hash/fnv.New32``), as the kubelet's ``keyToID`` uses."""
-    h = 0x811C9DC5
-    for b in key.encode("utf-8"):
-        h = (h * 0x01000193) & 0xFFFFFFFF
-        h ^= b
-    return h
 
 
 def _reason(exc: BaseException) -> str:
@@ -238,7 +230,7 @@ class FSPullRecordsAccessor:
     @staticmethod
     def stripe(key: str) -> int:
         """``fnv32(key) % 31``: the kubelet's ``keyToID`` over its (fixed) 31 stripes."""
-        return _fnv32(key) % LOCK_STRIPES
+        return fnv32(key.encode("utf-8")) % LOCK_STRIPES
 
     @contextlib.contextmanager
     def locked(self, kind: LockKind, key: str) -> Iterator[None]:

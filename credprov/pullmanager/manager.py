@@ -40,8 +40,7 @@ import contextlib
 import datetime as dt
 import logging
 import os
-import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from credprov.pullmanager.interfaces import (
@@ -50,6 +49,7 @@ from credprov.pullmanager.interfaces import (
     StoreReadError,
     StoreWriteError,
 )
+from credprov.pullmanager.locks import MAX_LOCK_STRIPES, StripedLockSet
 from credprov.pullmanager.types import (
     ImagePullCredentials,
     ImagePulledRecord,
@@ -63,8 +63,6 @@ log = logging.getLogger("credprov.pullmanager")
 #: namespace churn cannot grow a record without bound (``writeRecordWhileMatchingLimit``).
 WRITE_RECORD_WHILE_MATCHING_LIMIT = 100
 
-#: ``StripedLockSet`` never has more than this many stripes.
-MAX_LOCK_STRIPES = 31
 
 # ``kubelet_imagemanager_image_mustpull_checks_total`` results.
 RESULT_POLICY_ALLOWED = "credentialPolicyAllowed"
@@ -101,48 +99,6 @@ class PullManagerMetricsSink(Protocol):
     def set_ondisk(self, intents: int, records: int) -> None: ...
 
     def set_inmemory(self, intents: int, records: int) -> None: ...
-
-
-# -- locks --------------------------------------------------------------------------------------
-
-
-def fnv32(data: bytes) -> int:
-    """FNV-1 32-bit (Go's ``hash/fnv.New32``), which the kubelet uses to pick a stripe."""
-    h = 0x811C9DC5
-    for byte in data:
-        h = (h * 0x01000193) & 0xFFFFFFFF
-        h ^= byte
-    return h
-
-
-class StripedLockSet:
-    """Locks keyed by string, hashed onto at most 31 stripes (``locks.go``).
-
-    The stripe index is taken modulo the number of stripes actually allocated: taking it modulo
-    the requested size is the kubelet panic of issue #138935 (fixed by PR #138937).
-    """
-
-    def __init__(self, size: int) -> None:
-        self._locks = [threading.Lock() for _ in range(min(MAX_LOCK_STRIPES, max(size, 1)))]
-
-    def __len__(self) -> int:
-        return len(self._locks)
-
-    def lock(self, key: str) -> threading.Lock:
-        return self._locks[fnv32(key.encode("utf-8")) % len(self._locks)]
-
-    @contextlib.contextmanager
-    def global_lock(self) -> Iterator[None]:
-        """Every stripe, always in the same order so two global lockers cannot deadlock."""
-        taken: list[threading.Lock] = []
-        try:
-            for lock in self._locks:
-                lock.acquire()
-                taken.append(lock)
-            yield
-        finally:
-            for lock in reversed(taken):
-                lock.release()
 
 
 # -- merging ------------------------------------------------------------------------------------

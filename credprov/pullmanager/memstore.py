@@ -30,13 +30,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from credprov.pullmanager.interfaces import PullRecordsAccessor
+from credprov.pullmanager.locks import MAX_LOCK_STRIPES, StripedLockSet
 from credprov.pullmanager.types import ImagePulledRecord, ImagePullIntent
 
 __all__ = ["MAX_INTENTS_CACHE_SIZE", "MAX_PULLED_RECORDS_CACHE_SIZE", "CachedPullRecordsAccessor"]
@@ -46,7 +45,6 @@ log = logging.getLogger("credprov.pullmanager")
 MAX_INTENTS_CACHE_SIZE = 1024
 MAX_PULLED_RECORDS_CACHE_SIZE = 2000
 # Upstream sizes its StripedLockSet from maxParallelImagePulls and caps it at 31 stripes.
-_STRIPES = 31
 
 _V = TypeVar("_V")
 
@@ -86,30 +84,6 @@ class _LRU(Generic[_V]):
 
     def usage_percent(self) -> int:
         return len(self._items) * 100 // self.max_size
-
-
-class _StripedLocks:
-    """``StripedLockSet``: per-key mutual exclusion with a bounded number of locks."""
-
-    def __init__(self, size: int = _STRIPES) -> None:
-        self._locks = [threading.Lock() for _ in range(size)]
-
-    @contextmanager
-    def key(self, key: str) -> Iterator[None]:
-        # crc32 rather than hash(): stable across runs, so lock contention is reproducible.
-        with self._locks[zlib.crc32(key.encode("utf-8", "surrogatepass")) % len(self._locks)]:
-            yield
-
-    @contextmanager
-    def all(self) -> Iterator[None]:
-        # Always in index order, so two global lockers cannot deadlock each other.
-        for lock in self._locks:
-            lock.acquire()
-        try:
-            yield
-        finally:
-            for lock in reversed(self._locks):
-                lock.release()
 
 
 class CachedPullRecordsAccessor:
@@ -152,8 +126,8 @@ class CachedPullRecordsAccessor:
         self._records: _LRU[ImagePulledRecord] = _LRU(
             min(pulled_records_cache_size, MAX_PULLED_RECORDS_CACHE_SIZE)
         )
-        self._intent_locks = _StripedLocks()
-        self._record_locks = _StripedLocks()
+        self._intent_locks = StripedLockSet(MAX_LOCK_STRIPES)
+        self._record_locks = StripedLockSet(MAX_LOCK_STRIPES)
 
         # Warm both caches; an error only leaves the cache non-authoritative until a later
         # list succeeds, as upstream.
@@ -191,7 +165,7 @@ class CachedPullRecordsAccessor:
     # -- intents ----------------------------------------------------------------------------
 
     def write_image_pull_intent(self, image: str) -> None:
-        with self._intent_locks.key(image):
+        with self._intent_locks.lock(image):
             self._delegate.write_image_pull_intent(image)
             with self._mu:
                 self._intents.set(image, ImagePullIntent(image=image))
@@ -201,7 +175,7 @@ class CachedPullRecordsAccessor:
         with self._mu:
             if self._intents.get(image) is not None:
                 return True
-        with self._intent_locks.key(image):
+        with self._intent_locks.lock(image):
             # Another thread may have written or filled it while we waited for the lock.
             with self._mu:
                 if self._intents.get(image) is not None:
@@ -217,7 +191,7 @@ class CachedPullRecordsAccessor:
         return True
 
     def delete_image_pull_intent(self, image: str) -> None:
-        with self._intent_locks.key(image):
+        with self._intent_locks.lock(image):
             self._delegate.delete_image_pull_intent(image)
             with self._mu:
                 self._intents.delete(image)
@@ -240,7 +214,7 @@ class CachedPullRecordsAccessor:
             record = self._records.get(image_ref)
         if record is not None:
             return record
-        with self._record_locks.key(image_ref):
+        with self._record_locks.lock(image_ref):
             with self._mu:
                 record = self._records.get(image_ref)
                 if record is not None or self._records.authoritative:
@@ -256,14 +230,14 @@ class CachedPullRecordsAccessor:
     def write_image_pulled_record(self, record: ImagePulledRecord) -> None:
         # Cache a copy: the caller keeps its object and may go on changing it.
         cached = record.model_copy(deep=True)
-        with self._record_locks.key(record.image_ref):
+        with self._record_locks.lock(record.image_ref):
             self._delegate.write_image_pulled_record(record)
             with self._mu:
                 self._records.set(cached.image_ref, cached)
         self._changed()
 
     def delete_image_pulled_record(self, image_ref: str) -> None:
-        with self._record_locks.key(image_ref):
+        with self._record_locks.lock(image_ref):
             self._delegate.delete_image_pulled_record(image_ref)
             with self._mu:
                 self._records.delete(image_ref)
@@ -284,7 +258,7 @@ class CachedPullRecordsAccessor:
     def _refreshing_list(
         self,
         cache: _LRU[_V],
-        locks: _StripedLocks,
+        locks: StripedLockSet,
         list_items: Callable[[], tuple[list[_V], list[str]]],
         key_of: Callable[[_V], str],
     ) -> tuple[list[_V], list[str]]:
@@ -294,7 +268,7 @@ class CachedPullRecordsAccessor:
         if was_authoritative:
             return list_items()
         # Hold every key's lock so no write lands between the list and the refill.
-        with locks.all():
+        with locks.global_lock():
             items, errors = list_items()
             # Strictly fewer than capacity: a full cache cannot tell "all" from "the first N".
             complete = not errors and len(items) < cache.max_size

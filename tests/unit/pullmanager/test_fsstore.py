@@ -21,6 +21,7 @@ import pytest
 from credprov.pullmanager import fsstore
 from credprov.pullmanager.fsstore import LOCK_STRIPES, MAX_FILE_SIZE, FSPullRecordsAccessor
 from credprov.pullmanager.interfaces import PullRecordsAccessor, StoreReadError, StoreWriteError
+from credprov.pullmanager.locks import fnv32
 from credprov.pullmanager.types import (
     ImagePullCredentials,
     ImagePulledRecord,
@@ -614,9 +615,9 @@ def test_write_does_not_follow_a_planted_temp_symlink(
 
 def test_stripes_follow_the_kubelet_fnv1() -> None:
     # FNV-1 32-bit test vectors (Go hash/fnv.New32).
-    assert fsstore._fnv32("") == 0x811C9DC5
-    assert fsstore._fnv32("a") == 0x050C5D7E
-    assert fsstore._fnv32("foobar") == 0x31F0B262
+    assert fnv32(b"") == 0x811C9DC5
+    assert fnv32(b"a") == 0x050C5D7E
+    assert fnv32(b"foobar") == 0x31F0B262
     assert FSPullRecordsAccessor.stripe("foobar") == 0x31F0B262 % 31
 
 

@@ -29,6 +29,7 @@ from credprov.pullmanager.interfaces import (
     StoreReadError,
     StoreWriteError,
 )
+from credprov.pullmanager.locks import StripedLockSet, fnv32
 from credprov.pullmanager.manager import (
     RESULT_ERROR,
     RESULT_MUST_AUTHENTICATE,
@@ -37,8 +38,6 @@ from credprov.pullmanager.manager import (
     WRITE_RECORD_WHILE_MATCHING_LIMIT,
     ImagePullManager,
     PullIntentError,
-    StripedLockSet,
-    fnv32,
     merge_pull_secrets,
     merge_pull_service_accounts,
     merge_pulled_record,

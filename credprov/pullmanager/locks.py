@@ -1,0 +1,54 @@
+"""Striped locks: per-key mutual exclusion with a bounded number of locks.
+
+Mirrors the kubelet's ``pkg/kubelet/images/pullmanager/locks.go`` (``StripedLockSet`` with
+FNV-1 32-bit key hashing), shared by the manager and the in-memory layer; the file store
+uses the same hash for its cross-process flock stripes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+#: The kubelet never allocates more stripes than this.
+MAX_LOCK_STRIPES = 31
+
+
+def fnv32(data: bytes) -> int:
+    """FNV-1 32-bit (Go's ``hash/fnv.New32``), which the kubelet uses to pick a stripe."""
+    h = 0x811C9DC5
+    for byte in data:
+        h = (h * 0x01000193) & 0xFFFFFFFF
+        h ^= byte
+    return h
+
+
+class StripedLockSet:
+    """Locks keyed by string, hashed onto at most 31 stripes (``locks.go``).
+
+    The stripe index is taken modulo the number of stripes actually allocated: taking it modulo
+    the requested size is the kubelet panic of issue #138935 (fixed by PR #138937).
+    """
+
+    def __init__(self, size: int) -> None:
+        self._locks = [threading.Lock() for _ in range(min(MAX_LOCK_STRIPES, max(size, 1)))]
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+    def lock(self, key: str) -> threading.Lock:
+        return self._locks[fnv32(key.encode("utf-8")) % len(self._locks)]
+
+    @contextlib.contextmanager
+    def global_lock(self) -> Iterator[None]:
+        """Every stripe, always in the same order so two global lockers cannot deadlock."""
+        taken: list[threading.Lock] = []
+        try:
+            for lock in self._locks:
+                lock.acquire()
+                taken.append(lock)
+            yield
+        finally:
+            for lock in reversed(taken):
+                lock.release()
