@@ -241,6 +241,7 @@ class ImagePullManager:
         records_cache_size: int = 100,
         lock_stripes: int = MAX_LOCK_STRIPES,
         shared_root: bool = False,
+        track_preloaded: bool = False,
     ) -> None:
         self._root = os.fspath(root)
         self._clock = clock or _utcnow
@@ -263,6 +264,14 @@ class ImagePullManager:
         # intent stripe.
         self._intent_counters: dict[str, int] = {}
         self._runtime = runtime
+        # Beyond upstream (#138175): remember the names preloaded images were present under.
+        self._preloaded: Any = None
+        if track_preloaded:
+            if self._fs is None:
+                raise ValueError("track_preloaded needs the default file store (no accessor)")
+            from credprov.pullmanager.preloaded import PreloadedImages
+
+            self._preloaded = PreloadedImages(self._fs)
         self._refresh_gauges()
         if runtime is not None:
             self.initialize()
@@ -390,6 +399,9 @@ class ImagePullManager:
         except (StoreWriteError, ValueError) as exc:
             log.error("failed to write image pulled record for %r: %s", image_ref, exc)
             return
+        if self._preloaded is not None:
+            # The kubelet pulled this name itself: it is no longer preloaded (#139156 rule).
+            self._preloaded.drop_name(image_ref, image)
         self._decrement_intent(image)
 
     # -- records --
@@ -477,6 +489,17 @@ class ImagePullManager:
                     pulled_by_kubelet = self._intent_counters.get(image, 0) > 0
                 if not pulled_by_kubelet:
                     pulled_by_kubelet = self._accessor.image_pull_intent_exists(image)
+                elif (
+                    self._preloaded is not None
+                    and record is not None
+                    and self._intent_counters.get(image, 0) == 0
+                    and not self._accessor.image_pull_intent_exists(image)
+                    and self._preloaded.is_preloaded_name(image_ref, image)
+                ):
+                    # The record came from pulling another name of the same image; this
+                    # name was on the node before any pull (#138175): still preloaded.
+                    pulled_by_kubelet = False
+                    record = None
         except StoreReadError as exc:
             # Fail safe: an unreadable record or intent means "verify".
             log.error("Unable to access cache records about image pulls: %s", exc)
@@ -570,6 +593,8 @@ class ImagePullManager:
                         self._accessor.delete_image_pulled_record(record.image_ref)
                 except StoreWriteError as exc:
                     log.error("failed to remove pulled record for %r: %s", record.image_ref, exc)
+                if self._preloaded is not None:
+                    self._preloaded.forget(record.image_ref)
 
     def _still_prunable(self, listed: ImagePulledRecord, until: dt.datetime) -> bool:
         # Another process may have refreshed the record since we listed it.
@@ -594,13 +619,17 @@ class ImagePullManager:
         intents, errors = self._accessor.list_image_pull_intents()
         for message in errors:
             log.error("listing pull intents, continuing with an incomplete list: %s", message)
-        if not intents:
+        if not intents and self._preloaded is None:
             return
         try:
             images = runtime.list_images()
         except Exception as exc:  # the runtime may be down; the intents keep us fail-safe
             log.error("failed to list images: %s", exc)
             images = []
+        if self._preloaded is not None:
+            self._observe_preloaded(images, {intent.image for intent in intents})
+        if not intents:
+            return
         pending = {intent.image for intent in intents}
         for runtime_image in images:
             names = {*runtime_image.repo_digests, *runtime_image.repo_tags} & pending
@@ -618,6 +647,22 @@ class ImagePullManager:
                         self._accessor.delete_image_pull_intent(name)
                 except StoreWriteError as exc:
                     log.debug("failed to remove image pull intent for %r: %s", name, exc)
+
+    def _observe_preloaded(self, images: Iterable[Any], intent_images: set[str]) -> None:
+        """Record the names of runtime images the kubelet has no record of (#138175)."""
+        for runtime_image in images:
+            names = [*runtime_image.repo_tags, *runtime_image.repo_digests]
+            if not names or intent_images & set(names):
+                continue  # a pull of it was in flight: not preloaded
+            try:
+                with self._record_locks.lock(runtime_image.id):
+                    if self._accessor.get_image_pulled_record(runtime_image.id) is not None:
+                        continue  # only ids without a record can be observed as preloaded
+                    if self._preloaded.observed(runtime_image.id):
+                        continue  # first observation wins: names are never added later
+                    self._preloaded.observe(runtime_image.id, names)
+            except (StoreReadError, StoreWriteError) as exc:
+                log.error("failed to observe preloaded image %r: %s", runtime_image.id, exc)
 
 
 # -- wiring -------------------------------------------------------------------------------------
