@@ -111,6 +111,7 @@ class Scenario:
     feature_gate: bool
     root: str | None
     verify_image_ref: bool
+    track_preloaded: bool
     cri_image_ref_mismatch: bool
     images: list[ImageSpec]
     node_auths: dict[str, Any]
@@ -242,6 +243,7 @@ def load_scenario(path: str) -> Scenario:
             "featureGate",
             "root",
             "verifyImageRef",
+            "trackPreloadedImages",
             "criImageRefMismatch",
             "images",
             "nodeDockerConfig",
@@ -340,6 +342,9 @@ def load_scenario(path: str) -> Scenario:
         feature_gate=gate,
         root=root,
         verify_image_ref=v.boolean(top.get("verifyImageRef", False), "verifyImageRef"),
+        track_preloaded=v.boolean(
+            top.get("trackPreloadedImages", False), "trackPreloadedImages"
+        ),
         cri_image_ref_mismatch=v.boolean(
             top.get("criImageRefMismatch", False), "criImageRefMismatch"
         ),
@@ -521,6 +526,7 @@ class Simulation:
                 self.scenario.allowlist,
                 runtime=self.runtime,
                 metrics=self.metrics,
+                track_preloaded=self.scenario.track_preloaded,
             )
         self.ensure = EnsureImage(
             self.runtime,

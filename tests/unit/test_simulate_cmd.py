@@ -191,3 +191,18 @@ def test_invalid_scenarios(tmp_path: Path, body: str, message: str) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(CLIError, match="cannot read scenario"):
         run(["simulate", str(tmp_path / "nope.yaml")])
+
+
+def test_preloaded_tracking_example_and_the_upstream_bug(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from credprov.cli.main import main as credprov_main
+
+    example = Path(__file__).resolve().parents[2] / "config" / "simulate-preloaded-same-digest.yaml"
+    assert credprov_main(["simulate", str(example)]) == 0
+    upstream = tmp_path / "upstream.yaml"
+    upstream.write_text(
+        example.read_text().replace("trackPreloadedImages: true", "trackPreloadedImages: false")
+    )
+    assert credprov_main(["simulate", str(upstream)]) == 1
+    assert "step 3: expected present, got never-pull" in capsys.readouterr().err
