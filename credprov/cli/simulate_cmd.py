@@ -342,9 +342,7 @@ def load_scenario(path: str) -> Scenario:
         feature_gate=gate,
         root=root,
         verify_image_ref=v.boolean(top.get("verifyImageRef", False), "verifyImageRef"),
-        track_preloaded=v.boolean(
-            top.get("trackPreloadedImages", False), "trackPreloadedImages"
-        ),
+        track_preloaded=v.boolean(top.get("trackPreloadedImages", False), "trackPreloadedImages"),
         cri_image_ref_mismatch=v.boolean(
             top.get("criImageRefMismatch", False), "criImageRefMismatch"
         ),
