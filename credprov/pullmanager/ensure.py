@@ -29,7 +29,7 @@ under the ref later checks will use.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -39,6 +39,7 @@ from credprov.durations import format_duration
 from credprov.images import InvalidImageError, parse_image_name
 from credprov.keyring import Keyring, TrackedAuthConfig, make_pull_secret_keyring
 from credprov.plugin.provider import PodInfo
+from credprov.pullmanager.manager import GetPodCredentials
 from credprov.pullmanager.runtime import REGISTRY_UNAVAILABLE, ImageRuntime, PullError
 from credprov.pullmanager.types import (
     ImagePullCredentials,
@@ -97,8 +98,6 @@ NORMAL = "Normal"
 WARNING = "Warning"
 
 DEFAULT_IMAGE_TAG = "latest"
-
-GetPodCredentials = Callable[[], tuple[list[ImagePullSecret], ImagePullServiceAccount | None]]
 
 
 class CredentialLookupError(Exception):

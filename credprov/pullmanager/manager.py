@@ -50,6 +50,12 @@ from credprov.pullmanager.interfaces import (
     StoreWriteError,
 )
 from credprov.pullmanager.locks import MAX_LOCK_STRIPES, StripedLockSet
+from credprov.pullmanager.metrics import (
+    CHECK_RESULT_CREDENTIAL_POLICY_ALLOWED,
+    CHECK_RESULT_CREDENTIAL_RECORD_FOUND,
+    CHECK_RESULT_ERROR,
+    CHECK_RESULT_MUST_AUTHENTICATE,
+)
 from credprov.pullmanager.types import (
     ImagePullCredentials,
     ImagePulledRecord,
@@ -64,11 +70,11 @@ log = logging.getLogger("credprov.pullmanager")
 WRITE_RECORD_WHILE_MATCHING_LIMIT = 100
 
 
-# ``kubelet_imagemanager_image_mustpull_checks_total`` results.
-RESULT_POLICY_ALLOWED = "credentialPolicyAllowed"
-RESULT_RECORD_FOUND = "credentialRecordFound"
-RESULT_MUST_AUTHENTICATE = "mustAuthenticate"
-RESULT_ERROR = "error"
+# ``kubelet_imagemanager_image_mustpull_checks_total`` results, under the manager's names.
+RESULT_POLICY_ALLOWED = CHECK_RESULT_CREDENTIAL_POLICY_ALLOWED
+RESULT_RECORD_FOUND = CHECK_RESULT_CREDENTIAL_RECORD_FOUND
+RESULT_MUST_AUTHENTICATE = CHECK_RESULT_MUST_AUTHENTICATE
+RESULT_ERROR = CHECK_RESULT_ERROR
 
 # The ``kind`` argument of the accessor's cross-process ``locked(kind, key)``.
 LOCK_KIND_INTENT = "intent"
