@@ -78,6 +78,7 @@ __all__ = [
     "SLOW_FRACTION",
     "UNKNOWN_API_VERSION",
     "Check",
+    "Redactor",
     "Report",
     "Status",
     "normalize_api_version",
@@ -251,7 +252,7 @@ def run_conformance(
 # -- running -----------------------------------------------------------------------------------
 
 
-class _Redactor:
+class Redactor:
     """Replaces known secrets (raw and JSON-escaped) with :data:`REDACTED`."""
 
     def __init__(self) -> None:
@@ -312,7 +313,7 @@ class _Context:
     args: list[str]
     env: list[internal.ExecEnvVar]
     timeout_ns: int
-    redactor: _Redactor = field(default_factory=_Redactor)
+    redactor: Redactor = field(default_factory=Redactor)
     # Values searched for in stderr: tokens sent and long enough passwords received.
     leak_values: dict[str, str] = field(default_factory=dict)
 

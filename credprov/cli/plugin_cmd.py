@@ -66,18 +66,11 @@ def add_parser(sub: Any) -> None:
     inst.set_defaults(run=run_install)
 
 
-def _redact(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, REDACTED)
-            text = text.replace(json.dumps(secret)[1:-1], REDACTED)
-    return text
-
-
 def run_exec(args: argparse.Namespace) -> int:
     from credprov.api import internal
     from credprov.cli.config_cmd import feature_gates
     from credprov.config import check_bin_dir, check_plugin_binary, load_config
+    from credprov.conformance import Redactor
     from credprov.durations import format_duration, parse_duration
     from credprov.images import InvalidImageError, parse_image_name
     from credprov.matching import urls_match_str
@@ -116,7 +109,7 @@ def run_exec(args: argparse.Namespace) -> int:
     try:
         result = plugin.run(request)
     except PluginError as exc:
-        report["error"] = _redact(str(exc), [])
+        report["error"] = str(exc)
         failed = True
         result = None
     if result is not None:
@@ -135,9 +128,12 @@ def run_exec(args: argparse.Namespace) -> int:
                 "use --show-secrets>"
             )
         else:
-            passwords = [] if args.show_secrets else [a.password for a in response.auth.values()]
-            report["stdout"] = _redact(result.stdout.decode("utf-8", "replace"), passwords)
-            report["stderr"] = _redact(report["stderr"], passwords)
+            redact = Redactor()
+            if not args.show_secrets:
+                for a in response.auth.values():
+                    redact.add(a.password)
+            report["stdout"] = redact(result.stdout.decode("utf-8", "replace"))
+            report["stderr"] = redact(report["stderr"])
             valid_type = response.cache_key_type in internal.CACHE_KEY_TYPES
             if not valid_type:
                 failed = True
