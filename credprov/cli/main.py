@@ -51,7 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     from credprov.cli import (
         config_cmd,
         credentials_cmd,
+        ensure_cmd,
         explain_cmd,
+        imagegc_cmd,
+        nodeauth_cmd,
         plugin_cmd,
         pullrecords_cmd,
         simulate_cmd,
@@ -71,7 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     config_cmd.add_parser(sub)
     credentials_cmd.add_parser(sub)
+    ensure_cmd.add_parser(sub)
     explain_cmd.add_parser(sub)
+    imagegc_cmd.add_parser(sub)
+    nodeauth_cmd.add_parser(sub)
     plugin_cmd.add_parser(sub)
     pullrecords_cmd.add_parser(sub)
     simulate_cmd.add_parser(sub)

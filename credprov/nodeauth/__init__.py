@@ -1,0 +1,1 @@
+"""The Node authorizer, NodeRestriction admission and the object graph behind them."""

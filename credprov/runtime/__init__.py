@@ -1,0 +1,1 @@
+"""Container runtimes the image path drives (the CRI client lives in ``cri``)."""

@@ -1,0 +1,1 @@
+"""acr-credential-provider: Azure Container Registry credentials (azure-identity)."""

@@ -1,0 +1,1 @@
+"""auth-provider-gcp: Google Artifact/Container Registry credentials (google-auth)."""
