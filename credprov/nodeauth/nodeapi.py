@@ -286,10 +286,13 @@ class NodeAPI:
         from credprov.nodeauth.admission import AdmissionError, AdmissionRequest
         from credprov.plugin.provider import ServiceAccountError
 
-        token_request = {
+        metadata: dict[str, str] = {"name": service_account, "namespace": namespace}
+        if service_account_uid:
+            metadata["uid"] = service_account_uid  # the UID precondition
+        token_request: dict[str, Any] = {
             "apiVersion": "authentication.k8s.io/v1",
             "kind": "TokenRequest",
-            "metadata": {"name": service_account, "namespace": namespace},
+            "metadata": metadata,
             "spec": {
                 "audiences": [audience],
                 "boundObjectRef": {
@@ -300,8 +303,6 @@ class NodeAPI:
                 },
             },
         }
-        if service_account_uid:
-            token_request["metadata"]["uid"] = service_account_uid  # the UID precondition
         try:
             self._check("create", "serviceaccounts", namespace, service_account, "token")
             try:

@@ -1,8 +1,224 @@
-"""Entry point (placeholder until the plugin lands)."""
+"""Entry point of ``acr-credential-provider`` (kept tiny: the warm path runs through it).
 
+It accepts upstream's command line (cobra/pflag style) and hands the SDK a canonical one:
+
+* the ``azure.json`` path, upstream's single positional argument, becomes
+  ``--azure-config PATH``, and the file's identity (size, mtime, inode; and those of
+  ``$AZURE_ENVIRONMENT_FILEPATH``) becomes ``--config-stamp``, so that the plugin cache,
+  which is scoped by the options, never answers for another or an edited file;
+* ``--registry-mirror``/``-r`` and the identity-bindings flags ``--ib-sni-name``,
+  ``--ib-default-client-id``, ``--ib-default-tenant-id``, ``--ib-apiserver-ip``, in the
+  ``--flag value``, ``--flag=value``, ``-r value``, ``-r=value`` and ``-rvalue`` forms;
+* ``-v N``/``--v=N`` (passed on); the other klog flags (``--vmodule``, ``--logtostderr``,
+  ``--log-file``…) are accepted and ignored: messages always go to stderr;
+* ``--help``, ``--version`` and credprov's ``--clear-cache``.
+
+Like upstream, every argument error exits 1 with one line on stderr, before stdin is read.
+Only the standard library and ``credprov.sdk`` are imported here.
+"""
+
+from __future__ import annotations
+
+import os
 import sys
+from collections.abc import Sequence
+
+from credprov.sdk import Option, run
+
+NAME = "acr-credential-provider"
+HANDLER = "credprov_acr.plugin:provide"
+ENVIRONMENT_FILEPATH_ENV = "AZURE_ENVIRONMENT_FILEPATH"  # also in credprov_acr.cloud
+
+OPTIONS = [
+    Option("azure-config", help="the azure.json file (upstream's positional argument)"),
+    Option("config-stamp", help="set automatically from the config file, to scope the cache"),
+    Option("registry-mirror", default="", help="SOURCE:TARGET[,SOURCE:TARGET...]"),
+    Option("ib-sni-name", default="", help="identity bindings: the token endpoint's TLS name"),
+    Option("ib-default-client-id", default="", help="identity bindings: default client id"),
+    Option("ib-default-tenant-id", default="", help="identity bindings: default tenant id"),
+    Option("ib-apiserver-ip", default="", help="identity bindings: the address to connect to"),
+]
+
+_VALUE_FLAGS = {
+    "--registry-mirror": "registry-mirror",
+    "-r": "registry-mirror",
+    "--ib-sni-name": "ib-sni-name",
+    "--ib-default-client-id": "ib-default-client-id",
+    "--ib-default-tenant-id": "ib-default-tenant-id",
+    "--ib-apiserver-ip": "ib-apiserver-ip",
+}
+_KLOG_VALUE_FLAGS = frozenset(
+    (
+        "--vmodule",
+        "--log-flush-frequency",
+        "--log-dir",
+        "--log-file",
+        "--log-file-max-size",
+        "--log-backtrace-at",
+        "--stderrthreshold",
+        "--logging-format",
+    )
+)
+_KLOG_BOOL_FLAGS = frozenset(
+    (
+        "--logtostderr",
+        "--alsologtostderr",
+        "--add-dir-header",
+        "--one-output",
+        "--skip-headers",
+        "--skip-log-headers",
+    )
+)
+_ACTIONS = {"--help": "--help", "-h": "--help", "--version": "--version"}
+
+USAGE = f"""\
+usage: {NAME} <azure.json> [--registry-mirror SRC:DST[,SRC:DST...]] [-v N]
+       [--ib-sni-name NAME --ib-apiserver-ip IP [--ib-default-client-id ID]
+        [--ib-default-tenant-id ID]] | --version | --clear-cache
+
+A kubelet image credential provider for Azure Container Registry, compatible with the
+upstream executable of the same name. Reads a CredentialProviderRequest on stdin and writes
+a CredentialProviderResponse in the same apiVersion on stdout.
+
+  <azure.json>               the cloud-provider config (JSON or YAML)
+  -r, --registry-mirror      serve images of SRC from the ACR DST (either may have :port)
+  --ib-sni-name              identity bindings: TLS name of the AKS token endpoint
+  --ib-apiserver-ip          identity bindings: IP (or name) to connect to
+  --ib-default-client-id     identity bindings: client id when the service account has none
+  --ib-default-tenant-id     identity bindings: tenant id when the service account has none
+  -v N, --v=N                log verbosity on stderr (secrets are never logged)
+  --clear-cache              remove this plugin's cached answers and exit
+  --version                  print the version and exit
+"""
 
 
-def main() -> int:
-    sys.stderr.write("not implemented yet\n")
-    return 1
+class ArgumentError(Exception):
+    """A bad command line; ``str()`` is the one-line message."""
+
+
+def _stamp(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing"
+    return f"{st.st_size}-{st.st_mtime_ns}-{st.st_ino}"
+
+
+def config_stamp(path: str) -> str:
+    """The identity of the config file (and of the environment file, when one is set)."""
+    stamp = _stamp(path)
+    env_file = os.environ.get(ENVIRONMENT_FILEPATH_ENV)
+    if env_file:
+        stamp += f";{env_file};{_stamp(env_file)}"
+    return stamp
+
+
+def normalize_argv(argv: Sequence[str]) -> list[str]:
+    """Upstream's command line → the SDK's (see the module docstring).
+
+    Raises:
+        ArgumentError: unknown flag, missing value, not exactly one config file, or
+            identity-bindings flags that do not go together.
+    """
+    positional: list[str] = []
+    values: dict[str, str] = {}
+    out: list[str] = []
+    i = 0
+    only_positional = False
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if only_positional or arg == "-" or not arg.startswith("-"):
+            positional.append(arg)
+            continue
+        if arg == "--":
+            only_positional = True
+            continue
+        if arg in _ACTIONS:
+            out.append(_ACTIONS[arg])
+            continue
+        if arg == "--clear-cache":
+            out.append(arg)
+            continue
+        name, eq, value = arg.partition("=")
+        if not eq and not name.startswith("--") and len(name) > 2:
+            name, eq, value = name[:2], "=", name[2:]  # -rVALUE, -v4
+        if name in _VALUE_FLAGS or name in ("-v", "--v") or name in _KLOG_VALUE_FLAGS:
+            if not eq:
+                if i >= len(argv):
+                    raise ArgumentError(f"flag needs an argument: {name}")
+                value = argv[i]
+                i += 1
+            if name in ("-v", "--v"):
+                if not value.isdigit():
+                    raise ArgumentError(f'invalid argument "{value}" for "-v, --v" flag')
+                out.append(f"--v={value}")
+            elif name in _VALUE_FLAGS:
+                values[_VALUE_FLAGS[name]] = value
+            continue
+        if name in _KLOG_BOOL_FLAGS:
+            if eq and value.lower() not in ("true", "false", "1", "0", "t", "f"):
+                raise ArgumentError(f'invalid argument "{value}" for "{name}" flag')
+            continue
+        if name.startswith("--"):
+            raise ArgumentError(f"unknown flag: {name}")
+        raise ArgumentError(f"unknown shorthand flag: {name[1:2]!r} in {arg}")
+
+    if "--help" in out or "--version" in out:
+        return out
+    _check_identity_bindings(values)
+    if not positional:
+        if "--clear-cache" in out:
+            return out
+        raise ArgumentError("config file is not specified")
+    if len(positional) > 1:
+        raise ArgumentError(
+            f"expected exactly one argument (config file); Got arguments: [{' '.join(positional)}]"
+        )
+    path = positional[0]
+    out += ["--azure-config", path, "--config-stamp", config_stamp(path)]
+    for option, value in sorted(values.items()):
+        out += [f"--{option}", value]
+    return out
+
+
+def _check_identity_bindings(values: dict[str, str]) -> None:
+    """Upstream's flag rules (``ParseIdentityBindingsConfig``); whether the API server
+    address is an IP or resolves is checked when it is used, not on every run."""
+    sni = values.get("ib-sni-name", "")
+    client = values.get("ib-default-client-id", "")
+    tenant = values.get("ib-default-tenant-id", "")
+    apiserver = values.get("ib-apiserver-ip", "")
+    if sni:
+        if sni.startswith(("https://", "http://")):
+            raise ArgumentError(
+                f"--ib-sni-name must not contain protocol prefix (https:// or http://), got: {sni}"
+            )
+        if not apiserver:
+            raise ArgumentError("--ib-apiserver-ip must be set when --ib-sni-name is provided")
+    if client and not sni:
+        raise ArgumentError("--ib-sni-name must be set when --ib-default-client-id is provided")
+    if tenant and not sni:
+        raise ArgumentError("--ib-sni-name must be set when --ib-default-tenant-id is provided")
+    if apiserver and not sni:
+        raise ArgumentError("--ib-sni-name must be set when --ib-apiserver-ip is provided")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the plugin once; the exit code."""
+    try:
+        sdk_argv = normalize_argv(sys.argv[1:] if argv is None else argv)
+    except ArgumentError as exc:
+        sys.stderr.write(f"{NAME}: {exc}\n")
+        return 1
+    if "--help" in sdk_argv:
+        sys.stdout.write(USAGE)
+        return 0
+    return run(
+        HANDLER,
+        name=NAME,
+        description="Azure Container Registry credentials (acr-credential-provider).",
+        options=OPTIONS,
+        cache=True,
+        argv=sdk_argv,
+    )

@@ -1,0 +1,222 @@
+"""AWS SDK plumbing: clients built as upstream's Go SDK config would, and error messages.
+
+The ``ecr`` extra installs boto3; this module uses its core, botocore, directly (boto3's
+own layer adds nothing here but ~40 ms of imports on every cache miss).
+
+Upstream (Go SDK v2) builds every client from ``LoadDefaultConfig``. botocore's default chain
+is the same in nearly everything (static keys, profiles and shared files, web identity /
+IRSA, ECS and IMDS credentials, ``AWS_ENDPOINT_URL[_<SERVICE>]``, ``AWS_USE_FIPS_ENDPOINT``,
+``AWS_CA_BUNDLE``, proxies); the one gap is the region: botocore ignores ``AWS_REGION``,
+which the Go SDK reads before ``AWS_DEFAULT_REGION``, so :class:`Clients` passes it itself.
+
+Every client gets: the FIPS / dual-stack variant the registry host names (upstream ignores
+both), HTTP timeouts that keep a call inside the kubelet's deadline (upstream: 30 s per
+call), botocore retries off (:mod:`credprov_ecr._retry` retries instead), and a check that a
+200 answer is JSON at all (botocore silently reads malformed JSON as ``{}``).
+
+Error messages are built here from error codes and AWS's own messages, never from response
+bodies (botocore's parser errors quote the body, which may hold a token).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import botocore.exceptions as bx
+import botocore.session
+from botocore import UNSIGNED
+from botocore.config import Config
+from botocore.parsers import ResponseParserError
+
+from credprov import __version__
+
+#: Per-attempt HTTP timeouts in seconds (connect, read): together with the retry budget they
+#: keep a run well inside the kubelet's one-minute deadline.
+CONNECT_TIMEOUT = 10
+READ_TIMEOUT = 20
+
+#: Error codes that mean "slow down" (botocore's standard retry mode list).
+THROTTLING_CODES = frozenset(
+    (
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "TransactionInProgressException",
+        "RequestLimitExceeded",
+        "BandwidthLimitExceeded",
+        "LimitExceededException",
+        "RequestThrottled",
+        "SlowDown",
+        "PriorRequestNotComplete",
+        "EC2ThrottledException",
+    )
+)
+#: Error codes of failures that a later attempt may not see.
+TRANSIENT_CODES = frozenset(
+    (
+        "RequestTimeout",
+        "RequestTimeoutException",
+        "InternalError",
+        "InternalFailure",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "ServerException",  # ECR's 5xx
+        "IDPCommunicationError",  # STS: the OIDC issuer did not answer
+    )
+)
+TRANSIENT_STATUS = frozenset((429, 500, 502, 503, 504))
+_TRANSIENT_CONNECTION_ERRORS = (
+    bx.EndpointConnectionError,
+    bx.ConnectionClosedError,
+    bx.ConnectTimeoutError,
+    bx.ReadTimeoutError,
+)
+
+_MAX_MESSAGE = 300
+
+
+class MalformedResponse(Exception):
+    """A 200 answer whose body is not the JSON the API defines (the body is not kept)."""
+
+
+def _check_json_body(response_dict: dict[str, Any], operation_model: Any, **_: Any) -> None:
+    # botocore parses a malformed JSON body as {}: the caller would then report "empty
+    # authorization data". Say what really happened instead.
+    if operation_model.metadata.get("protocol") != "json":
+        return
+    if response_dict.get("status_code") != 200:
+        return
+    try:
+        json.loads(response_dict.get("body") or b"")
+    except ValueError:
+        raise MalformedResponse("the answer is not valid JSON") from None
+
+
+class Clients:
+    """Creates the SDK clients of one plugin run (one session, shared).
+
+    Tests subclass it to attach a ``botocore.stub.Stubber`` or an event hook to the clients
+    it returns; everything else about them is real. ``botocore_session`` makes the underlying
+    botocore session (default: a fresh one, as boto3 makes).
+    """
+
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        botocore_session: Callable[[], botocore.session.Session] | None = None,
+    ) -> None:
+        self._env = env
+        self._botocore_session = botocore_session
+        self._session: botocore.session.Session | None = None
+
+    def session(self) -> botocore.session.Session:
+        """The SDK session, with ``AWS_REGION`` honoured as the Go SDK does."""
+        if self._session is None:
+            session = (
+                self._botocore_session() if self._botocore_session else botocore.session.Session()
+            )
+            region = self._env.get("AWS_REGION")
+            if region:
+                session.set_config_variable("region", region)
+            self._session = session
+        return self._session
+
+    def default_region(self) -> str | None:
+        """``AWS_REGION``, ``AWS_DEFAULT_REGION``, then the profile's region, or None."""
+        region = self.session().get_config_variable("region")
+        return str(region) if region else None
+
+    def client(
+        self,
+        service: str,
+        region: str | None,
+        *,
+        fips: bool = False,
+        dualstack: bool = False,
+        credentials: Mapping[str, str] | None = None,
+        unsigned: bool = False,
+    ) -> Any:
+        """A client for ``service`` in ``region`` (None: the default region).
+
+        ``fips``/``dualstack`` force that endpoint variant; when False the SDK's own settings
+        (``AWS_USE_FIPS_ENDPOINT``, the profile) still apply. An endpoint override
+        (``AWS_ENDPOINT_URL_<SERVICE>``, ``AWS_ENDPOINT_URL``) wins over both.
+        """
+        config = Config(
+            connect_timeout=CONNECT_TIMEOUT,
+            read_timeout=READ_TIMEOUT,
+            retries={"total_max_attempts": 1, "mode": "standard"},
+            use_fips_endpoint=True if fips else None,
+            use_dualstack_endpoint=True if dualstack else None,
+            user_agent_extra=f"credprov-ecr/{__version__}",
+            **({"signature_version": UNSIGNED} if unsigned else {}),
+        )
+        kwargs: dict[str, Any] = {}
+        if credentials is not None:
+            kwargs = {
+                "aws_access_key_id": credentials["AccessKeyId"],
+                "aws_secret_access_key": credentials["SecretAccessKey"],
+                "aws_session_token": credentials["SessionToken"],
+            }
+        client = self.session().create_client(service, region_name=region, config=config, **kwargs)
+        client.meta.events.register("before-parse", _check_json_body)
+        return client
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether a later attempt may succeed: throttling, 5xx/429, timeouts, lost connections."""
+    if isinstance(exc, bx.ClientError):
+        error = exc.response.get("Error", {})
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        code = error.get("Code", "")
+        return code in THROTTLING_CODES or code in TRANSIENT_CODES or status in TRANSIENT_STATUS
+    return isinstance(exc, _TRANSIENT_CONNECTION_ERRORS)
+
+
+def is_throttling(exc: BaseException) -> bool:
+    """Whether the service asked to slow down."""
+    if not isinstance(exc, bx.ClientError):
+        return False
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return exc.response.get("Error", {}).get("Code", "") in THROTTLING_CODES or status == 429
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
+
+
+def describe(exc: BaseException) -> str:
+    """One line about an AWS failure, without any response body.
+
+    ``AccessDeniedException (HTTP 400): User: … is not authorized …`` for API errors (AWS's
+    own message), ``HTTP 503 Service Unavailable`` when the body was not an AWS error,
+    botocore's fixed-format text for client-side errors, and only the kind of problem for
+    malformed answers.
+    """
+    if isinstance(exc, bx.ClientError):
+        error = exc.response.get("Error", {})
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        code = str(error.get("Code", "") or "")
+        message = _one_line(error.get("Message", "") or "")
+        if not code or code == str(status):
+            return f"HTTP {status} {message}".rstrip()
+        return f"{code} (HTTP {status}): {message}" if message else f"{code} (HTTP {status})"
+    if isinstance(exc, MalformedResponse):
+        return f"malformed response: {exc}"
+    if isinstance(exc, bx.NoCredentialsError):
+        return (
+            "no AWS credentials found (environment, shared config and credentials files, "
+            "web identity, container and instance metadata were tried)"
+        )
+    if isinstance(exc, ResponseParserError):
+        return "malformed response: it does not parse"
+    if isinstance(exc, bx.BotoCoreError):
+        return _one_line(str(exc))
+    # botocore's parser trips over JSON of the wrong shape with AttributeError, TypeError...
+    return f"malformed response: unexpected content ({type(exc).__name__})"

@@ -1,0 +1,346 @@
+"""Upstream's command line, read the way cobra/pflag (and klog's Go flags) read it.
+
+``auth-provider-gcp`` is a cobra program: a root command without a ``Run`` and the
+subcommand ``get-credentials``, whose flags are ``--authFlow``/``-a``, ``--identity-provider``
+and ``--project-id``, plus klog's flags (``-v``/``--v``, ``--logtostderr``, ...). This module
+accepts every spelling pflag accepts (``--name value``, ``--name=value``, ``-a value``,
+``-a=value``, ``-avalue``, ``--bool``, ``--bool=false``, ``--`` ends the flags) and, as Go's
+``flag`` package does before cobra runs, klog flags with a single dash. Flags may come
+before or after the subcommand. Error texts are pflag's and upstream's.
+
+It then turns the result into the argument list :func:`credprov.sdk.run` parses, adding the
+environment knobs (``KUBE_SIDECAR_CACHE_*``, ``GCE_METADATA_HOST``, the STS endpoint) as
+options, so that they scope the plugin's answer cache like the arguments do.
+
+Standard library only: this module is on the warm path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+NAME = "auth-provider-gcp"
+SUBCOMMAND = "get-credentials"
+AUTH_FLOWS = ("gcr", "dockercfg", "dockercfg-url")
+
+#: Environment variables the plugin reads (upstream's, google-auth's and credprov's own).
+ENV_CACHE_DURATION = "KUBE_SIDECAR_CACHE_DURATION"
+ENV_CACHE_TYPE = "KUBE_SIDECAR_CACHE_TYPE"
+ENV_METADATA_HOST = "GCE_METADATA_HOST"
+ENV_METADATA_ROOT = "GCE_METADATA_ROOT"  # google-auth's older name, read when HOST is unset
+ENV_STS_ENDPOINT = "CREDPROV_GCP_STS_ENDPOINT"
+
+# klog's Go flags, accepted and ignored (only -v matters here).
+_KLOG_VALUE_FLAGS = frozenset(
+    ("vmodule", "log_dir", "log_file", "log_file_max_size", "stderrthreshold", "log_backtrace_at")
+)
+_KLOG_BOOL_FLAGS = frozenset(
+    (
+        "logtostderr",
+        "alsologtostderr",
+        "add_dir_header",
+        "skip_headers",
+        "skip_log_headers",
+        "one_output",
+        "legacy_stderr_threshold_behavior",
+    )
+)
+_VALUE_FLAGS = frozenset(("authFlow", "identity-provider", "project-id", "sts-endpoint"))
+_BOOL_FLAGS = frozenset(("allow-non-google-registries", "help", "version", "clear-cache"))
+_SHORTHANDS = {"a": "authFlow", "v": "v", "h": "help"}
+_TRUE = frozenset(("1", "t", "T", "TRUE", "true", "True"))
+_FALSE = frozenset(("0", "f", "F", "FALSE", "false", "False"))
+
+
+class FlagError(Exception):
+    """A command line upstream would refuse too; ``str()`` is pflag's or upstream's text."""
+
+
+class Flags:
+    """What the command line asked for."""
+
+    __slots__ = (
+        "allow_non_google_registries",
+        "auth_flow",
+        "clear_cache",
+        "help",
+        "identity_provider",
+        "ignored",
+        "project_id",
+        "sts_endpoint",
+        "subcommand",
+        "verbosity",
+        "version",
+        "warnings",
+    )
+
+    def __init__(self) -> None:
+        self.subcommand = ""
+        self.auth_flow = "gcr"
+        self.identity_provider = ""
+        self.project_id = ""
+        self.sts_endpoint = ""
+        self.allow_non_google_registries = False
+        self.verbosity = 0
+        self.help = False
+        self.version = False
+        self.clear_cache = False
+        self.ignored: list[str] = []  # positional arguments after the subcommand
+        self.warnings: list[str] = []
+
+
+def go_quote(value: str) -> str:
+    """Go's ``%q`` for the texts that matter here (printable input is quoted as is)."""
+    out = ['"']
+    for ch in value:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif not ch.isprintable():
+            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _parse_bool(name: str, value: str) -> bool:
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise FlagError(
+        f'invalid argument {go_quote(value)} for "--{name}" flag: '
+        f"strconv.ParseBool: parsing {go_quote(value)}: invalid syntax"
+    )
+
+
+def _parse_level(value: str) -> int:
+    text = value[1:] if value[:1] in "+-" else value
+    if not text.isdigit() or not text.isascii():
+        raise FlagError(
+            f'invalid argument {go_quote(value)} for "-v, --v" flag: '
+            f"strconv.ParseInt: parsing {go_quote(value)}: invalid syntax"
+        )
+    level = int(value)
+    if not -(2**31) <= level < 2**31:
+        raise FlagError(
+            f'invalid argument {go_quote(value)} for "-v, --v" flag: '
+            f"strconv.ParseInt: parsing {go_quote(value)}: value out of range"
+        )
+    return max(level, 0)  # klog treats a negative level like 0
+
+
+def _set(flags: Flags, name: str, value: str | None) -> None:
+    if name == "v":
+        flags.verbosity = _parse_level(value or "")
+    elif name == "authFlow":
+        flags.auth_flow = value or ""
+    elif name == "identity-provider":
+        flags.identity_provider = value or ""
+    elif name == "project-id":
+        flags.project_id = value or ""
+    elif name == "sts-endpoint":
+        flags.sts_endpoint = value or ""
+    elif name in _BOOL_FLAGS:
+        on = True if value is None else _parse_bool(name, value)
+        if name == "allow-non-google-registries":
+            flags.allow_non_google_registries = on
+        elif name == "help":
+            flags.help = on
+        elif name == "version":
+            flags.version = on
+        else:
+            flags.clear_cache = on
+    elif name in _KLOG_BOOL_FLAGS and value is not None:
+        _parse_bool(name, value)  # validated, then ignored
+
+
+def _takes_value(name: str) -> bool:
+    return name in _VALUE_FLAGS or name in _KLOG_VALUE_FLAGS or name == "v"
+
+
+def _known_long(name: str) -> bool:
+    return _takes_value(name) or name in _BOOL_FLAGS or name in _KLOG_BOOL_FLAGS
+
+
+def parse(argv: Sequence[str]) -> Flags:
+    """Parse ``argv`` (without the program name).
+
+    Raises:
+        FlagError: an unknown flag or command, a missing or invalid value, no subcommand, or
+            a combination upstream refuses (``--identity-provider`` without ``--project-id``).
+    """
+    flags = Flags()
+    positional: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            positional.extend(args[i:])
+            break
+        if arg.startswith("--") and len(arg) > 2:
+            name, eq, value = arg[2:].partition("=")
+            if not _known_long(name):
+                raise FlagError(f"unknown flag: --{name}")
+            if _takes_value(name) and not eq:
+                if i >= len(args):
+                    raise FlagError(f"flag needs an argument: --{name}")
+                value = args[i]
+                i += 1
+            _set(flags, name, value if eq or _takes_value(name) else None)
+            continue
+        if arg.startswith("-") and len(arg) > 1:
+            body = arg[1:]
+            name, eq, value = body.partition("=")
+            if len(name) > 1 and _known_long(name):
+                # Go's flag package (klog's flags, parsed before cobra) takes -name too.
+                if _takes_value(name) and not eq:
+                    if i >= len(args):
+                        raise FlagError(f"flag needs an argument: -{name}")
+                    value = args[i]
+                    i += 1
+                _set(flags, name, value if eq or _takes_value(name) else None)
+                continue
+            short = body[0]
+            if short not in _SHORTHANDS:
+                raise FlagError(f"unknown shorthand flag: {short!r} in -{body}")
+            long_name = _SHORTHANDS[short]
+            rest = body[1:]
+            if long_name == "help":
+                if rest:  # pflag would go on with the cluster; no other shorthand is a bool
+                    raise FlagError(f"unknown shorthand flag: {rest[0]!r} in -{body}")
+                flags.help = True
+                continue
+            if rest.startswith("="):
+                value = rest[1:]
+            elif rest:
+                value = rest
+            elif i < len(args):
+                value = args[i]
+                i += 1
+            else:
+                raise FlagError(f"flag needs an argument: {short!r} in -{short}")
+            _set(flags, long_name, value)
+            continue
+        positional.append(arg)
+
+    if positional:
+        command = positional[0]
+        if command == "help":
+            flags.help = True
+        elif command != SUBCOMMAND:
+            raise FlagError(f'unknown command {go_quote(command)} for "{NAME}"')
+        flags.subcommand = command
+        flags.ignored = positional[1:]  # cobra accepts (and ignores) a subcommand's args
+    if flags.help or flags.version or flags.clear_cache:
+        return flags
+    if not flags.subcommand:
+        raise FlagError(f"a subcommand is required: {NAME} {SUBCOMMAND} [flags]")
+    validate(flags)
+    return flags
+
+
+def validate(flags: Flags) -> None:
+    """Upstream's ``validateAuthFlow`` rules (errors), plus its warning.
+
+    Raises:
+        FlagError: an unknown ``--authFlow``, or ``--identity-provider`` without
+            ``--project-id``.
+    """
+    if flags.auth_flow not in AUTH_FLOWS:
+        raise FlagError(
+            f"invalid value {go_quote(flags.auth_flow)} for authFlow "
+            '(must be one of "gcr", "dockercfg", or "dockercfg-url")'
+        )
+    if flags.identity_provider:
+        if not flags.project_id:
+            raise FlagError("--project-id is required when --identity-provider is set")
+        if flags.auth_flow != "gcr":
+            flags.warnings.append(
+                f"--identity-provider is ignored with --authFlow={flags.auth_flow} "
+                "(workload identity needs --authFlow=gcr)"
+            )
+
+
+def sdk_argv(flags: Flags, environ: Mapping[str, str]) -> list[str]:
+    """The arguments for :func:`credprov.sdk.run`: every setting, environment included.
+
+    Options are always passed (empty when unset) so the answer cache is scoped by all of
+    them; the handler validates the environment's values.
+    """
+    metadata_host = environ.get(ENV_METADATA_HOST) or environ.get(ENV_METADATA_ROOT) or ""
+    argv = [
+        "--authFlow",
+        flags.auth_flow,
+        "--identity-provider",
+        flags.identity_provider,
+        "--project-id",
+        flags.project_id,
+        "--sts-endpoint",
+        flags.sts_endpoint or environ.get(ENV_STS_ENDPOINT, ""),
+        "--metadata-host",
+        metadata_host,
+        "--sidecar-cache-duration",
+        environ.get(ENV_CACHE_DURATION, ""),
+        "--sidecar-cache-type",
+        environ.get(ENV_CACHE_TYPE, ""),
+        f"--v={flags.verbosity}",
+    ]
+    if flags.allow_non_google_registries:
+        argv.append("--allow-non-google-registries")
+    if flags.version:
+        argv.append("--version")
+    if flags.clear_cache:
+        argv.append("--clear-cache")
+    return argv
+
+
+def usage() -> str:
+    """``--help``: upstream's flags, credprov's additions and the environment."""
+    return f"""\
+Reads a CredentialProviderRequest on stdin and writes a CredentialProviderResponse with
+Google credentials for the image's registry on stdout (a kubelet image credential provider).
+
+Usage:
+  {NAME} {SUBCOMMAND} [flags]
+
+Flags:
+  -a, --authFlow string            authentication flow: gcr (an access token of the node's
+                                   service account, or of the pod's with workload identity),
+                                   dockercfg or dockercfg-url (the instance attributes
+                                   google-dockercfg / google-dockercfg-url) (default "gcr")
+      --identity-provider string   workload identity: the cluster's identity provider URL;
+                                   a pod whose service account is annotated
+                                   iam.gke.io/enable-wi-image-pull=true pulls with a token
+                                   exchanged at STS for its service-account token (gcr only)
+      --project-id string          the project of the workload identity pool (required with
+                                   --identity-provider)
+  -h, --help                       help for {SUBCOMMAND}
+
+credprov additions:
+      --allow-non-google-registries  also send the Google token to registries that are not
+                                   Google's (upstream always does; by default only
+                                   container.cloud.google.com, gcr.io, *.gcr.io, *.pkg.dev)
+      --sts-endpoint URL           token exchange endpoint (default
+                                   https://sts.googleapis.com/v1/token, or ${ENV_STS_ENDPOINT})
+      --clear-cache                remove the plugin's cached answers and exit
+      --version                    print the version and exit
+
+Global flags:
+  -v, --v Level                    log verbosity on stderr (secrets are never logged)
+      klog's other flags (--logtostderr, --log_dir, --vmodule, ...) are accepted and ignored
+
+Environment:
+  {ENV_CACHE_DURATION}   cacheDuration to answer with (Go duration), capped by the token's
+                                expiry; unset: the token's remaining lifetime minus 5 minutes
+  {ENV_CACHE_TYPE}       cacheKeyType: image (default), registry or global
+  {ENV_METADATA_HOST}             metadata server host[:port] (default metadata.google.internal.)
+  {ENV_STS_ENDPOINT}     token exchange endpoint (see --sts-endpoint)
+  CREDPROV_PLUGIN_CACHE_DIR     where answers are cached between runs
+"""
