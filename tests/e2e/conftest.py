@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.e2e.registry import PrivateImage, private_image
+from tests.e2e.containerd import Containerd, running_containerd
+from tests.e2e.registry import (
+    PrivateImage,
+    Registry,
+    private_image,
+    running_registry,
+    start_registry,
+)
+
+if TYPE_CHECKING:
+    from credprov.runtime.cri import CRIRuntime
 
 
 @pytest.fixture(scope="session")
@@ -18,3 +29,74 @@ def private_registry_image() -> Iterator[PrivateImage]:
     users = {"e2e-user": "e2e-pass-" + secrets.token_hex(8)}
     with private_image(users) as image:
         yield image
+
+
+# -- the CRI end-to-end fixtures (tests/e2e/containerd.py, tests/e2e/registry.py) -----------
+#
+# Registries are module-scoped and shared by a module's tests: a test that rotates accounts
+# or takes a registry down uses ``registry_factory`` instead. containerd is module-scoped
+# too (about 0.3 s to start): images a test pulls stay for the module's later tests, so
+# each test pulls its own repository or removes what it pulled.
+
+
+def _random_users() -> dict[str, str]:
+    return {"e2e-user": "e2e-pass-" + secrets.token_hex(8)}
+
+
+@pytest.fixture(scope="module")
+def auth_registry() -> Iterator[Registry]:
+    """A plain-HTTP ``docker-registry`` with htpasswd auth (one account, random password,
+    in ``.users``); empty: push with :func:`tests.e2e.registry.push_image`."""
+    with running_registry(_random_users()) as registry:
+        yield registry
+
+
+@pytest.fixture(scope="module")
+def tls_registry() -> Iterator[Registry]:
+    """An HTTPS ``docker-registry`` with htpasswd auth and a self-signed certificate made
+    for this run (``.ca_cert``); containerd trusts it after ``containerd.add_registry``."""
+    with running_registry(_random_users(), tls=True) as registry:
+        yield registry
+
+
+@pytest.fixture(scope="module")
+def anonymous_registry() -> Iterator[Registry]:
+    """A plain-HTTP ``docker-registry`` without auth: anyone may pull (and push)."""
+    with running_registry({}) as registry:
+        yield registry
+
+
+@pytest.fixture
+def registry_factory() -> Iterator[Callable[..., Registry]]:
+    """``make(users, tls=False)`` starts a registry of the test's own (rotate it, stop it,
+    restart it); every one is stopped and removed at the end of the test."""
+    started: list[Registry] = []
+
+    def make(users: Mapping[str, str] | None = None, *, tls: bool = False) -> Registry:
+        registry = start_registry(_random_users() if users is None else users, tls=tls)
+        started.append(registry)
+        return registry
+
+    try:
+        yield make
+    finally:
+        for registry in started:
+            registry.stop()
+
+
+@pytest.fixture(scope="module")
+def containerd() -> Iterator[Containerd]:
+    """A real containerd with its CRI plugin (``.endpoint`` is ``unix:///...``), shared by
+    the module's tests. Plain-HTTP registries on 127.0.0.1 need no set-up; call
+    ``containerd.add_registry(tls_registry)`` before pulling over TLS."""
+    with running_containerd() as ctrd:
+        yield ctrd
+
+
+@pytest.fixture
+def cri_runtime(containerd: Containerd) -> Iterator[CRIRuntime]:
+    """A :class:`credprov.runtime.cri.CRIRuntime` connected to ``containerd``."""
+    from credprov.runtime.cri import CRIRuntime
+
+    with CRIRuntime(containerd.endpoint) as runtime:
+        yield runtime
