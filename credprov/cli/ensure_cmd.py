@@ -1,20 +1,330 @@
-"""``credprov ensure-image``: placeholder until it lands."""
+"""``credprov ensure-image``: the kubelet's image path for every container of a pod.
+
+For each init, regular and ephemeral container of ``--pod`` (in the order the kubelet
+starts them) run ``EnsureImageExists`` (:mod:`credprov.pullmanager.ensure`) against a real
+container runtime over CRI, with the ``KubeletEnsureSecretPulledImages`` pull manager
+keeping its records under ``--root/image_manager`` as the kubelet does:
+
+* credentials come from the pod's ``imagePullSecrets`` (looked up by name in the pod's
+  namespace among the ``--secrets`` objects), then the node's docker config, then the
+  credential provider plugins of ``--config``/``--bin-dir``, in the kubelet's order, and
+  only when a decision needs them;
+* an image already present is used when the verification policy and the records allow it,
+  without any registry round-trip; otherwise ``IfNotPresent``/``Always`` pull through the
+  CRI (recording the intent first and the credentials that worked after), and ``Never``
+  fails with ``ErrImageNeverPull``;
+* every step prints the event the kubelet would record on the pod (``Normal  Pulling
+  Pulling image "..."``), or ``-o json`` prints them with each container's decision, metric
+  labels, the credentials tried (source and hash only) and what was recorded.
+
+Each run is a kubelet start: the pull manager's start-up housekeeping settles the intents
+an interrupted run left behind. Exit 0 when every image is ready, 1 otherwise. Passwords
+are never printed or logged.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
-from credprov.cli.main import add_common
+from credprov.cli.main import CLIError, add_common
+
+if TYPE_CHECKING:
+    from credprov.cli._kubelet_node import RuntimeFactory
+
+_STATUS = {
+    "pulled": "ready, pulled",
+    "present": "ready, already present",
+}
+#: The kubelet's image errors (the container's waiting reason); others print "error".
+_IMAGE_ERRORS = (
+    "ErrImagePull",
+    "ErrImageNeverPull",
+    "InvalidImageName",
+    "ImageInspectError",
+    "RegistryUnavailable",
+)
+_KIND_LABEL = {
+    "initContainer": "init container",
+    "container": "container",
+    "ephemeralContainer": "ephemeral container",
+}
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("ensure-image", help="(not implemented yet)")
+    p = sub.add_parser(
+        "ensure-image",
+        help="run the kubelet's image path for a pod against a real CRI runtime (KEP-2535)",
+        description=(
+            "For every container of POD.yaml decide, as the kubelet does with "
+            "KubeletEnsureSecretPulledImages on, whether its image may be used as present, "
+            "must be pulled (through the CRI runtime at --cri, with the pod's pull secrets, "
+            "the node's docker config and the credential provider plugins) or is refused; "
+            "keep the kubelet's pull records under --root/image_manager; print the events "
+            "the kubelet would record. Exit 0 when every image is ready, 1 otherwise."
+        ),
+    )
+    p.add_argument(
+        "--cri",
+        required=True,
+        metavar="unix:///PATH",
+        help="the runtime's CRI endpoint (e.g. unix:///run/containerd/containerd.sock)",
+    )
+    p.add_argument(
+        "--root",
+        required=True,
+        metavar="DIR",
+        help="the kubelet root directory (records in DIR/image_manager); must exist",
+    )
+    p.add_argument("--pod", required=True, metavar="POD.yaml", help="one Pod, YAML or JSON")
+    p.add_argument(
+        "--secrets",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="Secret objects (or a List) the pod's imagePullSecrets may name; repeatable",
+    )
+    p.add_argument("--config", metavar="PATH", help="CredentialProviderConfig file or dir")
+    p.add_argument("--bin-dir", metavar="DIR", help="credential provider plugin directory")
+    p.add_argument("--node-docker-config", metavar="FILE", help="the node's docker config.json")
+    p.add_argument(
+        "--policy",
+        default="NeverVerifyPreloadedImages",
+        metavar="NAME",
+        help="imagePullCredentialsVerificationPolicy: NeverVerify, "
+        "NeverVerifyPreloadedImages (default), NeverVerifyAllowlistedImages or AlwaysVerify",
+    )
+    p.add_argument(
+        "--allowlist",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="preloadedImagesVerificationAllowlist entry (with NeverVerifyAllowlistedImages); "
+        "repeatable",
+    )
+    p.add_argument(
+        "--plugin-timeout",
+        default="1m",
+        metavar="DURATION",
+        help="plugin deadline, a Go duration (kubelet: 1m)",
+    )
+    p.add_argument(
+        "--pull-timeout",
+        default="5m",
+        metavar="DURATION",
+        help="deadline of one CRI PullImage, a Go duration (default 5m)",
+    )
+    p.add_argument(
+        "--verify-image-ref",
+        action="store_true",
+        help="beyond the kubelet: after a pull, record it under the ref ImageStatus reports "
+        "if PullImage answered another one (kubernetes#137024)",
+    )
+    p.add_argument(
+        "--metrics-out", metavar="FILE", help="write the kubelet_image_manager_* metrics here"
+    )
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
     add_common(p)
     p.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from credprov.cli.main import CLIError
+def _duration_seconds(value: str, flag: str) -> float:
+    from credprov.durations import DurationError, parse_duration
 
-    raise CLIError("ensure-image is not implemented yet")
+    try:
+        ns = parse_duration(value)
+    except DurationError as exc:
+        raise CLIError(f"{flag}: {exc}") from None
+    if ns <= 0:
+        raise CLIError(f"{flag} must be positive")
+    return ns / 1e9
+
+
+def run(args: argparse.Namespace) -> int:
+    """``credprov ensure-image`` against the CRI endpoint of ``--cri``."""
+    return execute(args)
+
+
+def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = None) -> int:
+    """Run the command; ``runtime_factory(cri_endpoint)`` opens the runtime (default: the
+    CRI client). Returns the exit status.
+
+    Raises:
+        CLIError: bad arguments or files, an unreachable runtime (one line each).
+    """
+    from credprov.cli import _kubelet_node as node_mod
+    from credprov.cli._podspec import PodSpecError, load_pod, select_pull_secrets
+
+    node_mod.validate_policy(args.policy, args.allowlist)
+    node_mod.parse_cri_endpoint(args.cri)
+    root = node_mod.check_root(args.root)
+    if bool(args.config) != bool(args.bin_dir):
+        raise CLIError("--config and --bin-dir go together: give both or neither")
+    plugin_timeout = _duration_seconds(args.plugin_timeout, "--plugin-timeout")
+    pull_timeout = _duration_seconds(args.pull_timeout, "--pull-timeout")
+    try:
+        pod = load_pod(args.pod)
+    except PodSpecError as exc:
+        raise CLIError(str(exc)) from None
+    engine = _engine(args, plugin_timeout)
+    secrets, missing = select_pull_secrets(pod, _load_secrets(args.secrets))
+
+    def open_cri(endpoint: str) -> node_mod.ManagedRuntime:
+        return node_mod.open_cri_runtime(endpoint, pull_timeout=pull_timeout)
+
+    from credprov.pullmanager.metrics import PullManagerMetrics
+
+    metrics = PullManagerMetrics()
+    runtime = (runtime_factory or open_cri)(args.cri)
+    try:
+        node = node_mod.KubeletNode(
+            node_mod.PullFailuresAsErrors(runtime),
+            root,
+            args.policy,
+            args.allowlist,
+            credentials=node_mod.ReportingEngineCredentials(engine),
+            metrics=metrics,
+            verify_image_ref=args.verify_image_ref,
+            # Another ensure-image, or a daemon, may write the same root at the same time.
+            shared_root=True,
+        )
+        report = _ensure_pod(node, pod, secrets, missing, args.policy)
+    except OSError as exc:
+        raise CLIError(f"--root {root}: {exc.strerror or exc}") from None
+    except Exception as exc:
+        if node_mod.is_runtime_error(exc):
+            raise CLIError(f"--cri {args.cri}: {exc}") from None
+        raise
+    finally:
+        node_mod.close_runtime(runtime)
+
+    if args.metrics_out:
+        from credprov.cli._output import write_atomic
+
+        try:
+            write_atomic(args.metrics_out, metrics.exposition())
+        except OSError as exc:
+            raise CLIError(f"cannot write {args.metrics_out}: {exc.strerror}") from None
+
+    if args.output == "json":
+        from credprov.cli._output import print_json
+
+        print_json(report)
+    else:
+        _print_text(report)
+    if not report["ready"]:
+        not_ready = sum(1 for c in report["containers"] if not c["ready"])
+        total = len(report["containers"])
+        print(f"credprov: {not_ready} of {total} images not ready", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _load_secrets(paths: list[str]) -> list[dict[str, Any]]:
+    from credprov.objects import ObjectsError, load_pull_secrets
+
+    try:
+        return load_pull_secrets(paths)
+    except ObjectsError as exc:
+        raise CLIError(str(exc)) from None
+
+
+def _engine(args: argparse.Namespace, plugin_timeout: float) -> Any:
+    """The node's credential sources: docker config, then the plugins (if configured)."""
+    from credprov.engine import Engine
+    from credprov.objects import ObjectsError, load_docker_config_keyring
+
+    try:
+        node_keyring = load_docker_config_keyring(args.node_docker_config)
+    except ObjectsError as exc:
+        raise CLIError(str(exc)) from None
+    providers = None
+    if args.config:
+        from credprov.plugin.registry import register_credential_provider_plugins
+
+        # ConfigError carries the kubelet's text; main prints it as one line.
+        providers = register_credential_provider_plugins(
+            args.config, args.bin_dir, plugin_timeout=int(plugin_timeout * 1e9)
+        )
+    return Engine(providers, node_keyring)
+
+
+def _ensure_pod(
+    node: Any, pod: Any, secrets: list[dict[str, Any]], missing: list[str], policy: str
+) -> dict[str, Any]:
+    """Run ``EnsureImageExists`` for every container; the report ``-o json`` prints."""
+    from credprov.cli._kubelet_node import ensure_result_to_dict
+    from credprov.plugin.provider import PodInfo
+    from credprov.pullmanager.ensure import Container
+
+    events: list[dict[str, str]] = []
+    if missing:
+        # getPullSecretsForPod: the pull goes ahead with the secrets that were found.
+        events.append(
+            {
+                "type": "Warning",
+                "reason": "FailedToRetrieveImagePullSecret",
+                "message": "Unable to retrieve some image pull secrets "
+                f"({', '.join(missing)}); attempting to pull the image may not succeed.",
+                "object": "",
+            }
+        )
+    info = PodInfo(
+        namespace=pod.namespace,
+        name=pod.name,
+        uid=pod.uid,
+        service_account_name=pod.service_account_name,
+    )
+    containers = []
+    for c in pod.containers:
+        result = node.ensure.ensure_image_exists(
+            info, Container(c.image, c.image_pull_policy, c.name), secrets
+        )
+        entry = {
+            "name": c.name,
+            "type": c.kind,
+            "fieldPath": c.field_path,
+            "ready": result.error is None,
+            **ensure_result_to_dict(result),
+        }
+        containers.append(entry)
+        events.extend({**e, "object": c.field_path} for e in entry["events"])
+    return {
+        "pod": {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid},
+        "policy": policy,
+        "ready": all(c["ready"] for c in containers),
+        "missingSecrets": missing,
+        "containers": containers,
+        "events": events,
+    }
+
+
+def _print_text(report: dict[str, Any]) -> None:
+    from credprov.cli.main import one_line
+
+    pod = report["pod"]
+    print(f"pod {pod['namespace']}/{pod['name']} (policy {report['policy']})")
+    for e in report["events"]:
+        if not e["object"]:
+            print(f"  {e['type']}  {e['reason']}  {e['message']}")
+    for c in report["containers"]:
+        if c["ready"]:
+            status = f"{_STATUS[c['decision']]} {c['imageRef']}"
+        else:
+            status = f"not ready, {c['error'] if c['error'] in _IMAGE_ERRORS else 'error'}"
+        print(
+            f"{_KIND_LABEL[c['type']]} {c['name']}: {c['image']} ({c['imagePullPolicy']}): {status}"
+        )
+        for e in c["events"]:
+            print(f"  {e['type']}  {e['reason']}  {e['message']}")
+        if not c["ready"] and c["error"] not in _IMAGE_ERRORS:
+            print(f"  error: {one_line(c['message'] or c['error'])}")
+        if c["attempts"]:
+            tried = ", ".join(
+                f"{a['credential']} ({'ok' if a['error'] is None else 'failed'})"
+                for a in c["attempts"]
+            )
+            print(f"  credentials tried: {tried}")
+    ready = sum(1 for c in report["containers"] if c["ready"])
+    print(f"{ready}/{len(report['containers'])} images ready")

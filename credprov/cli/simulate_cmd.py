@@ -22,6 +22,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from credprov.cli._kubelet_node import (
+    KubeletNode,
+    credential_kinds,
+    ensure_result_to_dict,
+)
 from credprov.cli.main import CLIError, add_common
 
 _STEP_ACTIONS = (
@@ -508,31 +513,28 @@ class Simulation:
             keyring.add(sa.auths, source=source, provider="service-account-plugin")
             sa_keyrings[key] = keyring
         self.credentials = _ScenarioCredentials(node, sa_keyrings)
-        self.manager: Any = None
-        self._start()
-
-    def _start(self) -> None:
-        from credprov.pullmanager.ensure import EnsureImage
-
-        if self.scenario.feature_gate:
-            from credprov.pullmanager.manager import ImagePullManager
-
-            # runtime= runs the start-up housekeeping, as a kubelet start does.
-            self.manager = ImagePullManager(
-                self.root,
-                self.scenario.policy,
-                self.scenario.allowlist,
-                runtime=self.runtime,
-                metrics=self.metrics,
-                track_preloaded=self.scenario.track_preloaded,
-            )
-        self.ensure = EnsureImage(
+        # A kubelet start: the pull manager's housekeeping runs against the runtime.
+        self.node = KubeletNode(
             self.runtime,
-            self.manager,
+            self.root,
+            scenario.policy,
+            scenario.allowlist,
             credentials=self.credentials,
             metrics=self.metrics,
-            verify_image_ref=self.scenario.verify_image_ref,
+            feature_gate=scenario.feature_gate,
+            verify_image_ref=scenario.verify_image_ref,
+            track_preloaded=scenario.track_preloaded,
         )
+
+    @property
+    def manager(self) -> Any:
+        """The node's ``ImagePullManager`` (None with the feature gate off)."""
+        return self.node.manager
+
+    @property
+    def ensure(self) -> Any:
+        """The node's image manager (:class:`credprov.pullmanager.ensure.EnsureImage`)."""
+        return self.node.ensure
 
     def run_step(self, step: Step) -> dict[str, Any]:
         out: dict[str, Any] = {"step": step.index, "action": step.action}
@@ -544,7 +546,7 @@ class Simulation:
                 out["expect"] = step.expect
                 out["ok"] = out["decision"] == step.expect
         elif step.action == "restart":
-            self._start()
+            self.node.restart()
             out["detail"] = "kubelet restarted: in-memory state dropped, dangling intents settled"
         elif step.action == "removeImage":
             removed = self.runtime.remove_image(step.value)
@@ -590,23 +592,7 @@ class Simulation:
         res = self.ensure.ensure_image_exists(
             info, Container(image=pod.image, image_pull_policy=pod.pull_policy), secrets
         )
-        return {
-            "pod": f"{pod.namespace}/{pod.name}",
-            "image": pod.image,
-            "imagePullPolicy": res.pull_policy,
-            "decision": res.decision,
-            "error": res.error,
-            "message": res.message,
-            "imageRef": res.image_ref or None,
-            "events": [e.to_dict() for e in res.events],
-            "metricLabels": res.labels,
-            "credentialLookups": res.credential_lookups,
-            "attempts": [
-                {"credential": a.credential, "credentialHash": a.credential_hash, "error": a.error}
-                for a in res.attempts
-            ],
-            "recorded": _recorded(res),
-        }
+        return {"pod": f"{pod.namespace}/{pod.name}", **ensure_result_to_dict(res)}
 
     def records(self) -> tuple[list[dict[str, Any]], list[str]]:
         from credprov.pullmanager.fsstore import FSPullRecordsAccessor
@@ -615,13 +601,6 @@ class Simulation:
         store = FSPullRecordsAccessor(self.root, migrate=False)
         records, errors = store.list_image_pulled_records()
         return [record_to_json(r) for r in records], errors
-
-
-def _recorded(res: Any) -> dict[str, Any] | None:
-    if res.recorded is None:
-        return None
-    creds = res.recorded.model_dump(by_alias=True, exclude_defaults=True)
-    return {"imageRef": res.recorded_ref, "credentials": creds}
 
 
 @contextlib.contextmanager
@@ -714,16 +693,8 @@ def _print_text(
         print(f"records at the end: {len(records)}")
         for rec in records:
             mapping = rec.get("credentialMapping") or {}
-            kinds = ", ".join(f"{k}: {_kinds(c)}" for k, c in mapping.items()) or "no credentials"
+            kinds = (
+                ", ".join(f"{k}: {credential_kinds(c)}" for k, c in mapping.items())
+                or "no credentials"
+            )
             print(f"  {rec['imageRef']}: {kinds}")
-
-
-def _kinds(creds: Mapping[str, Any]) -> str:
-    parts = []
-    if creds.get("nodePodsAccessible"):
-        parts.append("node-wide")
-    for s in creds.get("kubernetesSecrets") or []:
-        parts.append(f"secret {s['namespace']}/{s['name']}")
-    for s in creds.get("kubernetesServiceAccounts") or []:
-        parts.append(f"serviceaccount {s['namespace']}/{s['name']}")
-    return ", ".join(parts) or "none"

@@ -573,7 +573,7 @@ class EnsureImage:
                 result.message, result.error = _eval_cri_pull_err(spec, err)
                 return
             elapsed = format_duration((self.clock.now() - start) // 1_000_000 * 1_000_000)
-            size = next((i.size for i in self.runtime.list_images() if i.id == ref), 0)
+            size = self._image_size(ref)
             result.events.append(
                 Event(
                     NORMAL,
@@ -595,6 +595,19 @@ class EnsureImage:
         finally:
             if manager is not None and not pull_succeeded:
                 manager.record_image_pull_failed(requested)
+
+    def _image_size(self, ref: str) -> int:
+        """The pulled image's size for the ``Pulled`` event; 0 if the runtime cannot say
+        (the pull has succeeded: a failing list must not turn it into an error)."""
+        try:
+            # ImageStatus by id, as the kubelet's GetImageSize; a list for runtimes without.
+            status = getattr(self.runtime, "image_status", None)
+            if callable(status):
+                image = status(ref)
+                return int(image.size) if image is not None else 0
+            return next((i.size for i in self.runtime.list_images() if i.id == ref), 0)
+        except Exception:
+            return 0
 
     def _check_image_ref(self, result: EnsureResult, spec: str, pulled_ref: str) -> str:
         """The ref to record under: what ImageStatus reports (later checks use it)."""

@@ -1,0 +1,307 @@
+"""One kubelet's image path, wired together for the CLI: shared by ``ensure-image``,
+``image-gc`` and ``simulate``.
+
+* :class:`KubeletNode` builds what a kubelet start builds: the ``ImagePullManager`` over
+  ``<root>/image_manager`` (its start-up housekeeping settles intents a previous run left,
+  against the runtime's image list) and the image manager (:class:`EnsureImage`) in front
+  of it, with the credential sources and metrics given;
+* :func:`ensure_result_to_dict` is the JSON form of one ``EnsureImageExists`` outcome, the
+  same for the simulator and the real runtime;
+* :func:`open_cri_runtime` is the default runtime factory: a CRI client on ``unix:///...``
+  (imported lazily: grpc is heavy), checked with ``Version`` so an unreachable endpoint is
+  one clear line before anything is decided;
+* :class:`ReportingEngineCredentials` looks credentials up through an
+  :class:`credprov.engine.Engine` and logs (never raises on) a plugin that failed, as the
+  kubelet carries on with the other sources.
+
+Nothing here prints: the commands own their output.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from credprov.cli.main import CLIError
+
+log = logging.getLogger("credprov.cli")
+
+__all__ = [
+    "KubeletNode",
+    "ManagedRuntime",
+    "PullFailuresAsErrors",
+    "ReportingEngineCredentials",
+    "RuntimeFactory",
+    "check_root",
+    "credential_kinds",
+    "ensure_result_to_dict",
+    "is_runtime_error",
+    "open_cri_runtime",
+    "parse_cri_endpoint",
+    "recorded_to_dict",
+    "validate_policy",
+]
+
+
+class ManagedRuntime(Protocol):
+    """What the commands need from a runtime: the image manager's calls plus removal.
+
+    :class:`credprov.runtime.cri.CRIRuntime` and
+    :class:`credprov.pullmanager.runtime.FakeRuntime` both fit.
+    """
+
+    def pull_image(self, image: str, auth: Any) -> str: ...
+
+    def image_ref(self, image: str) -> str | None: ...
+
+    def list_images(self) -> list[Any]: ...
+
+    def remove_image(self, image: str) -> Any: ...
+
+
+#: ``--cri`` value -> an open runtime. Raise :class:`CLIError` for an unusable endpoint.
+RuntimeFactory = Callable[[str], ManagedRuntime]
+
+
+def parse_cri_endpoint(endpoint: str) -> str:
+    """The socket path of a ``unix:///path`` endpoint (the kubelet's
+    ``--container-runtime-endpoint`` form).
+
+    Raises:
+        CLIError: another scheme, or no absolute path.
+    """
+    prefix = "unix://"
+    if not endpoint.startswith(prefix) or not endpoint[len(prefix) :].startswith("/"):
+        raise CLIError(
+            f"--cri {endpoint}: want unix:///path/to/socket (e.g. "
+            "unix:///run/containerd/containerd.sock)"
+        )
+    return endpoint[len(prefix) :]
+
+
+def open_cri_runtime(endpoint: str, *, pull_timeout: float = 300.0) -> ManagedRuntime:
+    """A CRI client on ``endpoint`` that has answered ``Version`` (the client checks it
+    when it connects, as the kubelet does).
+
+    Raises:
+        CLIError: a bad endpoint, no socket there, or a runtime that does not answer.
+    """
+    parse_cri_endpoint(endpoint)
+    try:
+        from credprov.runtime.cri import CRIError, CRIRuntime
+    except ImportError as exc:  # a broken install; the client imports grpc lazily itself
+        raise CLIError(f"the CRI client cannot be loaded: {exc}") from None
+    try:
+        runtime: ManagedRuntime = CRIRuntime(endpoint, pull_timeout=pull_timeout)
+    except CRIError as exc:
+        raise CLIError(f"--cri {endpoint}: {exc}") from None
+    return runtime
+
+
+def is_runtime_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the CRI client's own error (the runtime went away mid-run)."""
+    try:
+        from credprov.runtime.cri import CRIError
+    except ImportError:
+        return False
+    return isinstance(exc, CRIError)
+
+
+class PullFailuresAsErrors:
+    """A runtime whose ``pull_image`` reports *every* failure as a
+    :class:`credprov.pullmanager.runtime.PullError`.
+
+    The CRI client raises its own error when the runtime cannot be reached or the pull
+    outlives its deadline; the kubelet reports those like any failed pull
+    (``Failed to pull image ...: rpc error: code = DeadlineExceeded ...``, ``ErrImagePull``)
+    for that container and carries on with the next. Everything else is passed through.
+    """
+
+    def __init__(self, runtime: Any) -> None:
+        self.runtime = runtime
+
+    def pull_image(self, image: str, auth: Any) -> str:
+        from credprov.pullmanager.runtime import PullError
+
+        try:
+            ref: str = self.runtime.pull_image(image, auth)
+        except Exception as exc:
+            if not is_runtime_error(exc):
+                raise
+            raise PullError(str(exc)) from None
+        return ref
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.runtime, name)
+
+
+def close_runtime(runtime: Any) -> None:
+    """Close a runtime that has ``close()``; never raises."""
+    close = getattr(runtime, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception:
+            log.debug("closing the runtime failed", exc_info=True)
+
+
+def check_root(root: str) -> str:
+    """``root`` if it is a directory.
+
+    It is not created: a mistyped root would silently start with no records, and every
+    image on the node would then look preloaded, usable by any pod.
+
+    Raises:
+        CLIError: not a directory.
+    """
+    if not os.path.isdir(root):
+        raise CLIError(f"--root {root}: not a directory (create the kubelet root first)")
+    return root
+
+
+def validate_policy(policy: str, allowlist: Sequence[str]) -> None:
+    """The kubelet's configuration checks for the policy and allowlist, its words.
+
+    Raises:
+        CLIError: the first problem.
+    """
+    from credprov.pullmanager.policies import validate_policy_config
+
+    problems = validate_policy_config(policy, list(allowlist), True)
+    if problems:
+        raise CLIError(problems[0])
+
+
+class ReportingEngineCredentials:
+    """:class:`credprov.pullmanager.ensure.EngineCredentials` that also logs every plugin
+    failure (already scrubbed of secrets by the exec layer)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+
+    def lookup(self, image: str, pull_secrets: Sequence[Mapping[str, Any]], pod: Any) -> list[Any]:
+        from credprov.pullmanager.ensure import CredentialLookupError
+
+        resolution = self.engine.resolve(image, pull_secrets, pod)
+        if resolution.error:
+            raise CredentialLookupError(resolution.error)
+        for provider in resolution.providers:
+            if provider.error:
+                log.warning(
+                    "credential provider %s failed for %s: %s",
+                    provider.name,
+                    image,
+                    provider.error,
+                )
+        return list(resolution.credentials)
+
+
+class KubeletNode:
+    """A kubelet's image manager and pull manager over ``root`` and ``runtime``.
+
+    ``feature_gate`` False is ``KubeletEnsureSecretPulledImages=false``: no records, present
+    images are used by anyone. :meth:`restart` rebuilds both, as a kubelet restart does
+    (in-memory state dropped, start-up housekeeping run again).
+    """
+
+    def __init__(
+        self,
+        runtime: Any,
+        root: str,
+        policy: str,
+        allowlist: Iterable[str] = (),
+        *,
+        credentials: Any = None,
+        metrics: Any = None,
+        feature_gate: bool = True,
+        verify_image_ref: bool = False,
+        track_preloaded: bool = False,
+        shared_root: bool = False,
+    ) -> None:
+        self.runtime = runtime
+        self.root = root
+        self.policy = policy
+        self.allowlist = list(allowlist)
+        self.credentials = credentials
+        self.metrics = metrics
+        self.feature_gate = feature_gate
+        self.verify_image_ref = verify_image_ref
+        self.track_preloaded = track_preloaded
+        self.shared_root = shared_root
+        self.manager: Any = None
+        self.ensure: Any = None
+        self.restart()
+
+    def restart(self) -> None:
+        """Build the pull manager (running its start-up housekeeping) and image manager.
+
+        Raises:
+            ValueError: an unknown policy or invalid allowlist pattern.
+        """
+        from credprov.pullmanager.ensure import EnsureImage
+
+        self.manager = None
+        if self.feature_gate:
+            from credprov.pullmanager.manager import ImagePullManager
+
+            # runtime= runs initialize(): intents of images the runtime has become records.
+            self.manager = ImagePullManager(
+                self.root,
+                self.policy,
+                self.allowlist,
+                runtime=self.runtime,
+                metrics=self.metrics,
+                track_preloaded=self.track_preloaded,
+                shared_root=self.shared_root,
+            )
+        self.ensure = EnsureImage(
+            self.runtime,
+            self.manager,
+            credentials=self.credentials,
+            metrics=self.metrics,
+            verify_image_ref=self.verify_image_ref,
+        )
+
+
+def recorded_to_dict(result: Any) -> dict[str, Any] | None:
+    """What a successful pull recorded (``imageRef`` and the credentials' JSON), or None."""
+    if result.recorded is None:
+        return None
+    creds = result.recorded.model_dump(by_alias=True, exclude_defaults=True)
+    return {"imageRef": result.recorded_ref, "credentials": creds}
+
+
+def ensure_result_to_dict(result: Any) -> dict[str, Any]:
+    """The JSON form of an :class:`credprov.pullmanager.ensure.EnsureResult` (no secret:
+    credentials appear as their source label and KEP-2535 hash only)."""
+    return {
+        "image": result.image,
+        "imagePullPolicy": result.pull_policy,
+        "decision": result.decision,
+        "error": result.error,
+        "message": result.message,
+        "imageRef": result.image_ref or None,
+        "events": [e.to_dict() for e in result.events],
+        "metricLabels": result.labels,
+        "credentialLookups": result.credential_lookups,
+        "attempts": [
+            {"credential": a.credential, "credentialHash": a.credential_hash, "error": a.error}
+            for a in result.attempts
+        ],
+        "recorded": recorded_to_dict(result),
+    }
+
+
+def credential_kinds(creds: Mapping[str, Any]) -> str:
+    """``node-wide``, ``secret ns/name``, ``serviceaccount ns/name``... of one
+    ``credentialMapping`` entry, for text output."""
+    parts = []
+    if creds.get("nodePodsAccessible"):
+        parts.append("node-wide")
+    for s in creds.get("kubernetesSecrets") or []:
+        parts.append(f"secret {s['namespace']}/{s['name']}")
+    for s in creds.get("kubernetesServiceAccounts") or []:
+        parts.append(f"serviceaccount {s['namespace']}/{s['name']}")
+    return ", ".join(parts) or "none"

@@ -1,0 +1,224 @@
+"""Reading a pod spec (``kubectl get pod -o yaml`` style) and picking its pull secrets.
+
+Only the fields the kubelet's image path reads are looked at: the pod's namespace, name,
+uid and service account, ``spec.imagePullSecrets``, and ``name``/``image``/
+``imagePullPolicy`` of every init, regular and ephemeral container. Everything else
+(``status``, probes, volumes...) is ignored, so a pod fetched from a cluster works as is.
+
+Defaults are the API server's (``SetDefaults_Pod``/``SetDefaults_Container``): namespace
+``default``, service account ``default``, and an empty ``imagePullPolicy`` is ``Always``
+for an image tagged ``:latest`` or not tagged at all, ``IfNotPresent`` otherwise. What the
+API server's validation would reject (no containers, a container without a name or image,
+an unknown pull policy) is a :class:`PodSpecError`, one line naming the field in the API's
+words (``spec.containers[0].image: Required value``).
+
+Pull secrets are looked up as ``getPullSecretsForPod`` does: by name in the pod's own
+namespace; entries with an empty name are skipped, and names that cannot be found are
+returned so the caller can emit the kubelet's ``FailedToRetrieveImagePullSecret`` warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from credprov._gofmt import go_quote
+
+__all__ = [
+    "CONTAINER_KINDS",
+    "PodContainer",
+    "PodSpec",
+    "PodSpecError",
+    "load_pod",
+    "parse_pod",
+    "select_pull_secrets",
+]
+
+#: (spec field, kind label) in the order the kubelet starts them.
+CONTAINER_KINDS = (
+    ("initContainers", "initContainer"),
+    ("containers", "container"),
+    ("ephemeralContainers", "ephemeralContainer"),
+)
+_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+
+
+class PodSpecError(ValueError):
+    """A pod file the API server would not accept; ``str()`` is one line."""
+
+
+@dataclass(frozen=True)
+class PodContainer:
+    """One container of the pod, with its pull policy defaulted."""
+
+    kind: str  # "initContainer", "container" or "ephemeralContainer"
+    name: str
+    image: str
+    image_pull_policy: str
+    field: str  # spec field: "initContainers", "containers", "ephemeralContainers"
+
+    @property
+    def field_path(self) -> str:
+        """The event's ``involvedObject.fieldPath``, e.g. ``spec.containers{app}``."""
+        return f"spec.{self.field}{{{self.name}}}"
+
+
+@dataclass(frozen=True)
+class PodSpec:
+    """The parts of a Pod the image path reads."""
+
+    namespace: str
+    name: str
+    uid: str
+    service_account_name: str
+    image_pull_secrets: tuple[str, ...]
+    containers: tuple[PodContainer, ...]
+
+
+def _type(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def parse_pod(obj: Mapping[str, Any], where: str = "pod") -> PodSpec:
+    """Check and default one Pod object (a dict as YAML/JSON decodes it).
+
+    Raises:
+        PodSpecError: ``<where>: <field>: <reason>``.
+    """
+    from credprov.pullmanager.ensure import default_pull_policy
+
+    def fail(field: str, reason: str) -> PodSpecError:
+        return PodSpecError(f"{where}: {field}: {reason}")
+
+    def mapping(value: Any, field: str) -> Mapping[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise fail(field, f"must be an object, not {_type(value)}")
+        return value
+
+    def string(value: Any, field: str, *, required: bool = False) -> str:
+        if value is None or value == "":
+            if required:
+                raise fail(field, "Required value")
+            return ""
+        if not isinstance(value, str):
+            raise fail(field, f"must be a string, not {_type(value)}")
+        return value
+
+    def items(value: Any, field: str) -> list[Any]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise fail(field, f"must be a list, not {_type(value)}")
+        return value
+
+    kind = obj.get("kind")
+    if kind != "Pod":
+        what = "no kind" if kind is None else f"kind {go_quote(str(kind))}"
+        raise PodSpecError(f"{where}: holds {what}, not a Pod")
+    meta = mapping(obj.get("metadata"), "metadata")
+    name = string(meta.get("name"), "metadata.name", required=True)
+    namespace = string(meta.get("namespace"), "metadata.namespace") or "default"
+    uid = string(meta.get("uid"), "metadata.uid")
+    spec = mapping(obj.get("spec"), "spec")
+    service_account = (
+        string(spec.get("serviceAccountName"), "spec.serviceAccountName")
+        or string(spec.get("serviceAccount"), "spec.serviceAccount")  # deprecated alias
+        or "default"
+    )
+
+    secrets: list[str] = []
+    for i, ref in enumerate(items(spec.get("imagePullSecrets"), "spec.imagePullSecrets")):
+        field = f"spec.imagePullSecrets[{i}]"
+        secret_name = string(mapping(ref, field).get("name"), f"{field}.name")
+        if secret_name:  # the API allowed empty names once; the kubelet skips them
+            secrets.append(secret_name)
+
+    containers: list[PodContainer] = []
+    seen: set[str] = set()
+    for spec_field, label in CONTAINER_KINDS:
+        for i, raw in enumerate(items(spec.get(spec_field), f"spec.{spec_field}")):
+            field = f"spec.{spec_field}[{i}]"
+            c = mapping(raw, field)
+            cname = string(c.get("name"), f"{field}.name", required=True)
+            if cname in seen:
+                raise fail(f"{field}.name", f"Duplicate value: {go_quote(cname)}")
+            seen.add(cname)
+            image = string(c.get("image"), f"{field}.image", required=True)
+            policy = string(c.get("imagePullPolicy"), f"{field}.imagePullPolicy")
+            if policy and policy not in _PULL_POLICIES:
+                supported = ", ".join(go_quote(p) for p in _PULL_POLICIES)
+                raise fail(
+                    f"{field}.imagePullPolicy",
+                    f"Unsupported value: {go_quote(policy)}: supported values: {supported}",
+                )
+            containers.append(
+                PodContainer(
+                    kind=label,
+                    name=cname,
+                    image=image,
+                    image_pull_policy=policy or default_pull_policy(image),
+                    field=spec_field,
+                )
+            )
+    if not any(c.field == "containers" for c in containers):
+        raise fail("spec.containers", "Required value")
+    return PodSpec(
+        namespace=namespace,
+        name=name,
+        uid=uid,
+        service_account_name=service_account,
+        image_pull_secrets=tuple(secrets),
+        containers=tuple(containers),
+    )
+
+
+def load_pod(path: str) -> PodSpec:
+    """The one Pod in ``path`` (YAML or JSON; a ``List`` holding one Pod is fine).
+
+    Raises:
+        PodSpecError: unreadable, not YAML, not exactly one Pod, or an invalid Pod.
+    """
+    from credprov.objects import ObjectsError, load_objects
+
+    try:
+        objects = load_objects(path, "pod file")
+    except ObjectsError as exc:
+        raise PodSpecError(str(exc)) from None
+    if len(objects) != 1:
+        raise PodSpecError(f"pod file {path} holds {len(objects)} objects, want exactly one Pod")
+    return parse_pod(objects[0], f"pod file {path}")
+
+
+def select_pull_secrets(
+    pod: PodSpec, secrets: Iterable[Mapping[str, Any]]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """(the Secrets the pod names, in its order; the names not found), as the kubelet's
+    secret manager would answer for the pod's namespace.
+
+    A Secret without ``metadata.namespace`` is taken to live in the pod's namespace (as
+    ``kubectl apply -n`` would put it), and is returned with that namespace filled in so
+    its coordinates in pull records are the real ones.
+    """
+    by_name: dict[str, dict[str, Any]] = {}
+    for secret in secrets:
+        meta = secret.get("metadata") or {}
+        if not isinstance(meta, Mapping):
+            continue
+        name = meta.get("name")
+        namespace = meta.get("namespace") or pod.namespace
+        if namespace != pod.namespace or not isinstance(name, str) or name in by_name:
+            continue
+        if meta.get("namespace") != namespace:
+            secret = {**secret, "metadata": {**meta, "namespace": namespace}}
+        by_name[name] = dict(secret)
+    found: list[dict[str, Any]] = []
+    missing: list[str] = []
+    for name in pod.image_pull_secrets:
+        if name in by_name:
+            found.append(by_name[name])
+        else:
+            missing.append(name)
+    return found, missing
