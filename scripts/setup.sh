@@ -15,4 +15,4 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev,ecr,gcp,acr,cri]'
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev,ecr,gcp,acr,cri,nodeauth]'
