@@ -22,10 +22,14 @@ def add_parser(sub: Any) -> None:
             "credential provider plugin (run from --bin-dir as the kubelet runs it). All "
             "images share one provider set: one cache and one singleflight group. "
             "Passwords are redacted unless --show-secrets. Exit 1 when an image is invalid "
-            "or a matching provider failed."
+            "or a matching provider failed. With --objects and --pod, resolve as that pod on "
+            "its node would: the pod's imagePullSecrets are read through the Node authorizer, "
+            "and providers with tokenAttributes get a service-account token for the pod "
+            "(KEP-4412) only when the Node authorizer and NodeRestriction allow the token "
+            "request; IMAGE defaults to every image of the pod."
         ),
     )
-    p.add_argument("images", nargs="+", metavar="IMAGE")
+    p.add_argument("images", nargs="*", metavar="IMAGE")
     p.add_argument("--config", required=True, metavar="PATH", help="provider config file or dir")
     p.add_argument("--bin-dir", required=True, metavar="DIR", help="plugin binary directory")
     p.add_argument(
@@ -40,6 +44,24 @@ def add_parser(sub: Any) -> None:
         "--node-docker-config",
         metavar="FILE",
         help="the node's docker config.json (or legacy .dockercfg)",
+    )
+    p.add_argument(
+        "--objects",
+        metavar="FILE",
+        help="the cluster's objects (kubectl get -o json/yaml List, or multi-document YAML): "
+        "pods, secrets, service accounts, nodes, RBAC; needs --pod",
+    )
+    p.add_argument(
+        "--pod",
+        metavar="NS/NAME",
+        help="resolve as this pod of --objects would (pull secrets and service-account "
+        "tokens through the Node authorizer and NodeRestriction)",
+    )
+    p.add_argument(
+        "--node",
+        metavar="NAME",
+        help="the node asking (default: the pod's spec.nodeName); another node shows what "
+        "it would be refused",
     )
     p.add_argument(
         "--parallel", type=_positive_int, default=1, metavar="N", help="resolve N images at once"
@@ -72,6 +94,13 @@ def _positive_int(value: str) -> int:
     return n
 
 
+def _service_account(p: Any) -> dict[str, str] | None:
+    sa = getattr(p, "service_account", None)
+    if sa is None:
+        return None
+    return {"namespace": sa.namespace, "name": sa.name, "uid": sa.uid}
+
+
 def resolution_to_dict(res: Any, show_secrets: bool) -> dict[str, Any]:
     from credprov.durations import format_duration
 
@@ -102,6 +131,7 @@ def resolution_to_dict(res: Any, show_secrets: bool) -> dict[str, Any]:
                 ),
                 "error": p.error,
                 **({"skipped": p.skipped} if p.skipped else {}),
+                **({"serviceAccount": _service_account(p)} if _service_account(p) else {}),
             }
             for p in res.providers
         ],
@@ -124,27 +154,46 @@ def run(args: argparse.Namespace) -> int:
     if timeout <= 0:
         raise CLIError("--plugin-timeout must be positive")
     gates = feature_gates(args)
+    as_pod = _as_pod(args, gates) if (args.objects or args.pod or args.node) else None
+    if not args.images and as_pod is None:
+        raise CLIError("give at least one IMAGE (or --objects and --pod)")
+    images: list[str] = args.images or (as_pod.images if as_pod is not None else [])
     try:
-        secrets = load_pull_secrets(args.pull_secret)
+        secrets = as_pod.secrets if as_pod is not None else load_pull_secrets(args.pull_secret)
         node_keyring = load_docker_config_keyring(args.node_docker_config)
     except ObjectsError as exc:
         raise CLIError(str(exc)) from None
     providers = register_credential_provider_plugins(
-        args.config, args.bin_dir, gates, plugin_timeout=timeout
+        args.config,
+        args.bin_dir,
+        gates,
+        plugin_timeout=timeout,
+        **(
+            {
+                "get_service_account": as_pod.api.get_service_account,
+                "get_service_account_token": as_pod.api.create_token,
+            }
+            if as_pod is not None
+            else {}
+        ),
     )
     engine = Engine(providers, node_keyring)
+    pod_info = as_pod.info if as_pod is not None else None
+    if as_pod is not None:
+        for warning in as_pod.warnings:
+            print(f"credprov: warning: {warning}", file=sys.stderr)
 
     def resolve(image: str) -> Any:
         try:
-            return engine.resolve(image, secrets)
+            return engine.resolve(image, secrets, pod_info)
         except KeyringError as exc:
             raise CLIError(str(exc)) from None
 
-    if args.parallel > 1 and len(args.images) > 1:
+    if args.parallel > 1 and len(images) > 1:
         with ThreadPoolExecutor(max_workers=args.parallel) as pool:
-            results = list(pool.map(resolve, args.images))
+            results = list(pool.map(resolve, images))
     else:
-        results = [resolve(image) for image in args.images]
+        results = [resolve(image) for image in images]
 
     if args.metrics_out:
         try:
@@ -154,13 +203,17 @@ def run(args: argparse.Namespace) -> int:
 
     failed = any(r.failed for r in results)
     if args.output == "json":
-        print_json(
-            {
-                "images": [resolution_to_dict(r, args.show_secrets) for r in results],
-                "executions": providers.executions(),
-            }
-        )
+        document: dict[str, Any] = {
+            "images": [resolution_to_dict(r, args.show_secrets) for r in results],
+            "executions": providers.executions(),
+        }
+        if as_pod is not None:
+            document.update(as_pod.to_dict())
+        print_json(document)
         return 1 if failed else 0
+
+    if as_pod is not None:
+        print(f"as pod {as_pod.namespace}/{as_pod.name} on node {as_pod.node}")
 
     for r in results:
         d = resolution_to_dict(r, args.show_secrets)
@@ -192,3 +245,86 @@ def run(args: argparse.Namespace) -> int:
     if failed:
         print("credprov: some images could not be resolved (see above)", file=sys.stderr)
     return 1 if failed else 0
+
+
+class _AsPod:
+    """The pod a lookup is made for, and the API server as its node sees it."""
+
+    def __init__(self, api: Any, pod: Any, node: str, gates: Any) -> None:
+        from credprov.plugin.provider import PodInfo
+
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        self.api = api
+        self.node = node
+        self.namespace = str(meta.get("namespace") or "default")
+        self.name = str(meta.get("name") or "")
+        # The ServiceAccount admission plugin defaults an unset name to "default".
+        self.info = PodInfo(
+            namespace=self.namespace,
+            name=self.name,
+            uid=str(meta.get("uid") or ""),
+            service_account_name=str(spec.get("serviceAccountName") or "default"),
+        )
+        self.images: list[str] = []
+        for key in ("initContainers", "containers", "ephemeralContainers"):
+            for container in spec.get(key) or ():
+                image = container.get("image") if isinstance(container, dict) else None
+                if isinstance(image, str) and image and image not in self.images:
+                    self.images.append(image)
+        self.secrets, self.warnings = api.pull_secrets(pod)
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the JSON output says about the pod and every authorization made for it."""
+        return {
+            "pod": {
+                "namespace": self.namespace,
+                "name": self.name,
+                "uid": self.info.uid,
+                "serviceAccountName": self.info.service_account_name,
+            },
+            "node": self.node,
+            "warnings": list(self.warnings),
+            "tokensIssued": self.api.issuer.issued,
+            "authorizations": [
+                {
+                    "verb": a.verb,
+                    "resource": a.resource,
+                    **({"subresource": a.subresource} if a.subresource else {}),
+                    "namespace": a.namespace,
+                    "name": a.name,
+                    "allowed": d.allowed,
+                    "reason": d.reason,
+                }
+                for a, d in self.api.audit_log
+            ],
+        }
+
+
+def _as_pod(args: argparse.Namespace, gates: Any) -> _AsPod:
+    from credprov.cli.main import CLIError
+    from credprov.nodeauth.nodeapi import NodeAPI
+    from credprov.nodeauth.store import NodeAuthError, load_objects_file
+
+    if not args.objects or not args.pod:
+        raise CLIError("--objects and --pod go together (--node needs both)")
+    if args.pull_secret:
+        raise CLIError(
+            "--pull-secret cannot be combined with --pod: the pod's imagePullSecrets are "
+            "read from --objects through the Node authorizer"
+        )
+    namespace, sep, name = args.pod.partition("/")
+    if not sep or not namespace or not name or "/" in name:
+        raise CLIError(f"--pod {args.pod!r}: want NAMESPACE/NAME")
+    try:
+        store = load_objects_file(args.objects)
+    except (NodeAuthError, OSError) as exc:
+        raise CLIError(str(exc)) from None
+    pod = store.get("pods", namespace, name)
+    if pod is None:
+        raise CLIError(f"pod {namespace}/{name} is not in {args.objects}")
+    node = args.node or str((pod.get("spec") or {}).get("nodeName") or "")
+    if not node:
+        raise CLIError(f"pod {namespace}/{name} is not bound to a node: pass --node")
+    api = NodeAPI(store, node, feature_gates=dict(gates) if gates else None)
+    return _AsPod(api, pod, node, gates)
