@@ -158,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.images and as_pod is None:
         raise CLIError("give at least one IMAGE (or --objects and --pod)")
     images: list[str] = args.images or (as_pod.images if as_pod is not None else [])
+    if not images and as_pod is not None:
+        raise CLIError(f"pod {as_pod.namespace}/{as_pod.name} has no container images: give IMAGE")
     try:
         secrets = as_pod.secrets if as_pod is not None else load_pull_secrets(args.pull_secret)
         node_keyring = load_docker_config_keyring(args.node_docker_config)
@@ -168,14 +170,7 @@ def run(args: argparse.Namespace) -> int:
         args.bin_dir,
         gates,
         plugin_timeout=timeout,
-        **(
-            {
-                "get_service_account": as_pod.api.get_service_account,
-                "get_service_account_token": as_pod.api.create_token,
-            }
-            if as_pod is not None
-            else {}
-        ),
+        **(as_pod.provider_callbacks() if as_pod is not None else {}),
     )
     engine = Engine(providers, node_keyring)
     pod_info = as_pod.info if as_pod is not None else None
@@ -213,7 +208,10 @@ def run(args: argparse.Namespace) -> int:
         return 1 if failed else 0
 
     if as_pod is not None:
-        print(f"as pod {as_pod.namespace}/{as_pod.name} on node {as_pod.node}")
+        sa = as_pod.service_account_name or "(none)"
+        print(
+            f"as pod {as_pod.namespace}/{as_pod.name} on node {as_pod.node} (service account {sa})"
+        )
 
     for r in results:
         d = resolution_to_dict(r, args.show_secrets)
@@ -241,70 +239,19 @@ def run(args: argparse.Namespace) -> int:
                 status = (
                     f"{how}, cacheKeyType={p['cacheKeyType']} cacheDuration={p['cacheDuration']}"
                 )
+                sa = p.get("serviceAccount")
+                if sa:
+                    status += f" serviceAccount={sa['namespace']}/{sa['name']} (uid {sa['uid']})"
             print(f"  provider {p['name']}: {status}")
     if failed:
         print("credprov: some images could not be resolved (see above)", file=sys.stderr)
     return 1 if failed else 0
 
 
-class _AsPod:
-    """The pod a lookup is made for, and the API server as its node sees it."""
-
-    def __init__(self, api: Any, pod: Any, node: str, gates: Any) -> None:
-        from credprov.plugin.provider import PodInfo
-
-        meta = pod.get("metadata") or {}
-        spec = pod.get("spec") or {}
-        self.api = api
-        self.node = node
-        self.namespace = str(meta.get("namespace") or "default")
-        self.name = str(meta.get("name") or "")
-        # The ServiceAccount admission plugin defaults an unset name to "default".
-        self.info = PodInfo(
-            namespace=self.namespace,
-            name=self.name,
-            uid=str(meta.get("uid") or ""),
-            service_account_name=str(spec.get("serviceAccountName") or "default"),
-        )
-        self.images: list[str] = []
-        for key in ("initContainers", "containers", "ephemeralContainers"):
-            for container in spec.get(key) or ():
-                image = container.get("image") if isinstance(container, dict) else None
-                if isinstance(image, str) and image and image not in self.images:
-                    self.images.append(image)
-        self.secrets, self.warnings = api.pull_secrets(pod)
-
-    def to_dict(self) -> dict[str, Any]:
-        """What the JSON output says about the pod and every authorization made for it."""
-        return {
-            "pod": {
-                "namespace": self.namespace,
-                "name": self.name,
-                "uid": self.info.uid,
-                "serviceAccountName": self.info.service_account_name,
-            },
-            "node": self.node,
-            "warnings": list(self.warnings),
-            "tokensIssued": self.api.issuer.issued,
-            "authorizations": [
-                {
-                    "verb": a.verb,
-                    "resource": a.resource,
-                    **({"subresource": a.subresource} if a.subresource else {}),
-                    "namespace": a.namespace,
-                    "name": a.name,
-                    "allowed": d.allowed,
-                    "reason": d.reason,
-                }
-                for a, d in self.api.audit_log
-            ],
-        }
-
-
-def _as_pod(args: argparse.Namespace, gates: Any) -> _AsPod:
+def _as_pod(args: argparse.Namespace, gates: Any) -> Any:
+    """The ``--objects/--pod/--node`` pod (:class:`credprov.cli._aspod.AsPod`)."""
+    from credprov.cli._aspod import load_as_pod
     from credprov.cli.main import CLIError
-    from credprov.nodeauth.nodeapi import NodeAPI
-    from credprov.nodeauth.store import NodeAuthError, load_objects_file
 
     if not args.objects or not args.pod:
         raise CLIError("--objects and --pod go together (--node needs both)")
@@ -313,18 +260,4 @@ def _as_pod(args: argparse.Namespace, gates: Any) -> _AsPod:
             "--pull-secret cannot be combined with --pod: the pod's imagePullSecrets are "
             "read from --objects through the Node authorizer"
         )
-    namespace, sep, name = args.pod.partition("/")
-    if not sep or not namespace or not name or "/" in name:
-        raise CLIError(f"--pod {args.pod!r}: want NAMESPACE/NAME")
-    try:
-        store = load_objects_file(args.objects)
-    except (NodeAuthError, OSError) as exc:
-        raise CLIError(str(exc)) from None
-    pod = store.get("pods", namespace, name)
-    if pod is None:
-        raise CLIError(f"pod {namespace}/{name} is not in {args.objects}")
-    node = args.node or str((pod.get("spec") or {}).get("nodeName") or "")
-    if not node:
-        raise CLIError(f"pod {namespace}/{name} is not bound to a node: pass --node")
-    api = NodeAPI(store, node, feature_gates=dict(gates) if gates else None)
-    return _AsPod(api, pod, node, gates)
+    return load_as_pod(args.objects, args.pod, args.node, gates)

@@ -9,6 +9,13 @@ keeping its records under ``--root/image_manager`` as the kubelet does:
   namespace among the ``--secrets`` objects), then the node's docker config, then the
   credential provider plugins of ``--config``/``--bin-dir``, in the kubelet's order, and
   only when a decision needs them;
+* with ``--objects FILE``, ``--pod NS/NAME`` is a pod of that cluster and the command runs
+  as its node (``--node``, default the pod's ``spec.nodeName``) would
+  (:mod:`credprov.cli._aspod`): pull secrets are read through the Node authorizer (a
+  refused one is skipped with the kubelet's ``FailedToRetrieveImagePullSecret`` event),
+  and KEP-4412 providers get the pod's service account and a token bound to the pod only
+  when the Node authorizer, NodeRestriction and RBAC allow it, so a pull with their
+  credentials is recorded under ``kubernetesServiceAccounts``;
 * an image already present is used when the verification policy and the records allow it,
   without any registry round-trip; otherwise ``IfNotPresent``/``Always`` pull through the
   CRI (recording the intent first and the credentials that worked after), and ``Never``
@@ -25,13 +32,17 @@ are never printed or logged.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
+from credprov.cli.config_cmd import add_feature_gates, feature_gates
 from credprov.cli.main import CLIError, add_common
 
 if TYPE_CHECKING:
     from credprov.cli._kubelet_node import RuntimeFactory
+
+log = logging.getLogger("credprov.cli")
 
 _STATUS = {
     "pulled": "ready, pulled",
@@ -57,7 +68,10 @@ def add_parser(sub: Any) -> None:
         "ensure-image",
         help="run the kubelet's image path for a pod against a real CRI runtime (KEP-2535)",
         description=(
-            "For every container of POD.yaml decide, as the kubelet does with "
+            "For every container of POD.yaml (or, with --objects, of the pod NS/NAME of that "
+            "cluster, with pull secrets and KEP-4412 service-account tokens obtained as its "
+            "node would: through the Node authorizer, NodeRestriction and RBAC) decide, as "
+            "the kubelet does with "
             "KubeletEnsureSecretPulledImages on, whether its image may be used as present, "
             "must be pulled (through the CRI runtime at --cri, with the pod's pull secrets, "
             "the node's docker config and the credential provider plugins) or is refused; "
@@ -77,13 +91,31 @@ def add_parser(sub: Any) -> None:
         metavar="DIR",
         help="the kubelet root directory (records in DIR/image_manager); must exist",
     )
-    p.add_argument("--pod", required=True, metavar="POD.yaml", help="one Pod, YAML or JSON")
+    p.add_argument(
+        "--pod",
+        required=True,
+        metavar="POD.yaml|NS/NAME",
+        help="one Pod, YAML or JSON; with --objects, NAMESPACE/NAME of a pod in that file",
+    )
     p.add_argument(
         "--secrets",
         action="append",
         default=[],
         metavar="FILE",
-        help="Secret objects (or a List) the pod's imagePullSecrets may name; repeatable",
+        help="Secret objects (or a List) the pod's imagePullSecrets may name; repeatable "
+        "(not with --objects)",
+    )
+    p.add_argument(
+        "--objects",
+        metavar="FILE",
+        help="the cluster's objects (kubectl get -o yaml/json List, or multi-document YAML): "
+        "run as the pod's node would, reading pull secrets, service accounts and tokens "
+        "through the Node authorizer, NodeRestriction and RBAC (KEP-4412)",
+    )
+    p.add_argument(
+        "--node",
+        metavar="NAME",
+        help="with --objects: the node asking (default: the pod's spec.nodeName)",
     )
     p.add_argument("--config", metavar="PATH", help="CredentialProviderConfig file or dir")
     p.add_argument("--bin-dir", metavar="DIR", help="credential provider plugin directory")
@@ -124,6 +156,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--metrics-out", metavar="FILE", help="write the kubelet_image_manager_* metrics here"
     )
+    add_feature_gates(p)
     p.add_argument("-o", "--output", choices=("text", "json"), default="text")
     add_common(p)
     p.set_defaults(run=run)
@@ -163,12 +196,24 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
         raise CLIError("--config and --bin-dir go together: give both or neither")
     plugin_timeout = _duration_seconds(args.plugin_timeout, "--plugin-timeout")
     pull_timeout = _duration_seconds(args.pull_timeout, "--pull-timeout")
-    try:
-        pod = load_pod(args.pod)
-    except PodSpecError as exc:
-        raise CLIError(str(exc)) from None
-    engine = _engine(args, plugin_timeout)
-    secrets, missing = select_pull_secrets(pod, _load_secrets(args.secrets))
+    gates = feature_gates(args)
+    as_pod = None
+    if args.objects:
+        as_pod, pod = _pod_from_objects(args, gates)
+        secrets, missing = list(as_pod.secrets), list(as_pod.missing_secrets)
+    else:
+        if args.node:
+            raise CLIError("--node needs --objects (the cluster the node belongs to)")
+        try:
+            pod = load_pod(args.pod)
+        except PodSpecError as exc:
+            raise CLIError(str(exc)) from None
+    engine = _engine(args, plugin_timeout, gates, as_pod)
+    if as_pod is None:
+        secrets, missing = select_pull_secrets(pod, _load_secrets(args.secrets))
+    else:
+        for warning in as_pod.warnings:
+            print(f"credprov: warning: {warning}", file=sys.stderr)
 
     def open_cri(endpoint: str) -> node_mod.ManagedRuntime:
         return node_mod.open_cri_runtime(endpoint, pull_timeout=pull_timeout)
@@ -183,13 +228,15 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
             root,
             args.policy,
             args.allowlist,
-            credentials=node_mod.ReportingEngineCredentials(engine),
+            credentials=_ProviderErrorsCredentials(engine),
             metrics=metrics,
             verify_image_ref=args.verify_image_ref,
             # Another ensure-image, or a daemon, may write the same root at the same time.
             shared_root=True,
         )
         report = _ensure_pod(node, pod, secrets, missing, args.policy)
+        if as_pod is not None:
+            _add_as_pod(report, as_pod)
     except OSError as exc:
         raise CLIError(f"--root {root}: {exc.strerror or exc}") from None
     except Exception as exc:
@@ -230,8 +277,37 @@ def _load_secrets(paths: list[str]) -> list[dict[str, Any]]:
         raise CLIError(str(exc)) from None
 
 
-def _engine(args: argparse.Namespace, plugin_timeout: float) -> Any:
-    """The node's credential sources: docker config, then the plugins (if configured)."""
+def _pod_from_objects(args: argparse.Namespace, gates: Any) -> tuple[Any, Any]:
+    """``--objects`` + ``--pod NS/NAME``: the pod as its node sees the cluster, and its
+    checked spec (pull policies defaulted; the service account as stored)."""
+    import dataclasses
+
+    from credprov.cli._aspod import load_as_pod
+    from credprov.cli._podspec import PodSpecError, parse_pod
+
+    if args.secrets:
+        raise CLIError(
+            "--secrets cannot be combined with --objects: the pod's imagePullSecrets are "
+            "read from --objects through the Node authorizer"
+        )
+    as_pod = load_as_pod(args.objects, args.pod, args.node, gates)
+    try:
+        pod = parse_pod(as_pod.pod, f"pod {as_pod.namespace}/{as_pod.name} in {args.objects}")
+    except PodSpecError as exc:
+        raise CLIError(str(exc)) from None
+    # parse_pod defaults a missing name to "default" as ServiceAccount admission would; the
+    # objects file is what the API server stored, and the graph reads it as it is.
+    pod = dataclasses.replace(
+        pod, namespace=as_pod.namespace, service_account_name=as_pod.service_account_name
+    )
+    return as_pod, pod
+
+
+def _engine(
+    args: argparse.Namespace, plugin_timeout: float, gates: Any = None, as_pod: Any = None
+) -> Any:
+    """The node's credential sources: docker config, then the plugins (if configured),
+    with the pod's node API behind KEP-4412 providers when ``as_pod`` is given."""
     from credprov.engine import Engine
     from credprov.objects import ObjectsError, load_docker_config_keyring
 
@@ -245,9 +321,47 @@ def _engine(args: argparse.Namespace, plugin_timeout: float) -> Any:
 
         # ConfigError carries the kubelet's text; main prints it as one line.
         providers = register_credential_provider_plugins(
-            args.config, args.bin_dir, plugin_timeout=int(plugin_timeout * 1e9)
+            args.config,
+            args.bin_dir,
+            gates,
+            plugin_timeout=int(plugin_timeout * 1e9),
+            **(as_pod.provider_callbacks() if as_pod is not None else {}),
         )
     return Engine(providers, node_keyring)
+
+
+def _add_as_pod(report: dict[str, Any], as_pod: Any) -> None:
+    """The node, warnings, tokens and authorizations of an ``--objects`` run."""
+    extra = as_pod.to_dict()
+    report["pod"] = {**report["pod"], **extra.pop("pod")}
+    report.update(extra)
+
+
+class _ProviderErrorsCredentials:
+    """:class:`credprov.cli._kubelet_node.ReportingEngineCredentials` that also keeps each
+    failing provider's error (already free of secrets) for the report: a token request
+    the Node authorizer or NodeRestriction refused is what an operator looks for."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        #: ``{"image", "provider", "error"}`` per failed provider lookup, in order.
+        self.errors: list[dict[str, str]] = []
+
+    def lookup(self, image: str, pull_secrets: Any, pod: Any) -> list[Any]:
+        from credprov.pullmanager.ensure import CredentialLookupError
+
+        resolution = self.engine.resolve(image, pull_secrets, pod)
+        if resolution.error:
+            raise CredentialLookupError(resolution.error)
+        for provider in resolution.providers:
+            if provider.error:
+                log.warning(
+                    "credential provider %s failed for %s: %s", provider.name, image, provider.error
+                )
+                self.errors.append(
+                    {"image": image, "provider": provider.name, "error": provider.error}
+                )
+        return list(resolution.credentials)
 
 
 def _ensure_pod(
@@ -277,7 +391,9 @@ def _ensure_pod(
         service_account_name=pod.service_account_name,
     )
     containers = []
+    provider_errors: list[dict[str, str]] = getattr(node.credentials, "errors", [])
     for c in pod.containers:
+        seen = len(provider_errors)
         result = node.ensure.ensure_image_exists(
             info, Container(c.image, c.image_pull_policy, c.name), secrets
         )
@@ -288,6 +404,8 @@ def _ensure_pod(
             "ready": result.error is None,
             **ensure_result_to_dict(result),
         }
+        if len(provider_errors) > seen:
+            entry["providerErrors"] = provider_errors[seen:]
         containers.append(entry)
         events.extend({**e, "object": c.field_path} for e in entry["events"])
     return {
@@ -304,7 +422,8 @@ def _print_text(report: dict[str, Any]) -> None:
     from credprov.cli.main import one_line
 
     pod = report["pod"]
-    print(f"pod {pod['namespace']}/{pod['name']} (policy {report['policy']})")
+    on_node = f" on node {report['node']}" if "node" in report else ""
+    print(f"pod {pod['namespace']}/{pod['name']}{on_node} (policy {report['policy']})")
     for e in report["events"]:
         if not e["object"]:
             print(f"  {e['type']}  {e['reason']}  {e['message']}")
@@ -320,6 +439,8 @@ def _print_text(report: dict[str, Any]) -> None:
             print(f"  {e['type']}  {e['reason']}  {e['message']}")
         if not c["ready"] and c["error"] not in _IMAGE_ERRORS:
             print(f"  error: {one_line(c['message'] or c['error'])}")
+        for pe in c.get("providerErrors") or ():
+            print(f"  provider {pe['provider']}: error: {one_line(pe['error'])}")
         if c["attempts"]:
             tried = ", ".join(
                 f"{a['credential']} ({'ok' if a['error'] is None else 'failed'})"

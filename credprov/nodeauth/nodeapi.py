@@ -12,11 +12,16 @@ what a real kubelet asks the API server for while resolving image credentials:
   account's UID as a precondition, one audience and a binding to the pod; it must pass the
   Node authorizer, then NodeRestriction (pod bound to this node, UID match, the audience
   restriction, with RBAC's ``request-serviceaccounts-token-audience`` as the fallback),
-  then the storage checks, before the local :class:`TokenIssuer` signs it.
+  then the storage checks, before the local :class:`TokenIssuer` signs it. As the kubelet,
+  tokens are reused through a token manager
+  (:class:`~credprov.nodeauth.tokenmanager.TokenManager`): one TokenRequest per pod,
+  service account and audience until the token nears its expiry.
 
 Authorization is the apiserver's ``Node,RBAC`` chain: the Node authorizer first, then the
-RBAC rules found in the objects. Errors read like the API server's (``secrets "x" is
-forbidden: User "system:node:n" cannot get resource …``) and never contain a token.
+RBAC rules found in the objects. Every decision, including NodeRestriction's question
+about a token audience, is kept in :attr:`NodeAPI.audit_log`. Errors read like the API
+server's (``secrets "x" is forbidden: User "system:node:n" cannot get resource …``) and
+never contain a token.
 """
 
 from __future__ import annotations
@@ -25,15 +30,26 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from credprov.nodeauth.tokenmanager import (
+    IssuedToken,
+    TokenManager,
+    TokenManagerError,
+    TokenRequestKey,
+)
 from credprov.nodeauth.types import Attributes, Decision
 
-__all__ = ["APIError", "NodeAPI", "TokenIssuer"]
+__all__ = ["APIError", "NodeAPI", "PullSecrets", "TokenIssuer"]
+
+log = logging.getLogger("credprov.nodeauth")
 
 #: Token lifetime when a TokenRequest does not ask (the API server's default).
 DEFAULT_TOKEN_SECONDS = 3600
@@ -75,7 +91,13 @@ class TokenIssuer:
         self._key = key if key is not None else os.urandom(32)
         self.issuer = issuer
         self._clock = clock
+        self._lock = threading.Lock()
+        #: Tokens signed so far.
         self.issued = 0
+
+    def now(self) -> float:
+        """The issuer's time (Unix seconds): what ``iat``/``exp`` are stamped with."""
+        return self._clock()
 
     def issue(
         self,
@@ -89,6 +111,28 @@ class TokenIssuer:
         expiration_seconds: int = DEFAULT_TOKEN_SECONDS,
     ) -> str:
         """A signed token; ``pod`` and ``node`` are ``(name, uid)`` bindings."""
+        return self.issue_token(
+            namespace=namespace,
+            service_account=service_account,
+            service_account_uid=service_account_uid,
+            audiences=audiences,
+            pod=pod,
+            node=node,
+            expiration_seconds=expiration_seconds,
+        ).token
+
+    def issue_token(
+        self,
+        *,
+        namespace: str,
+        service_account: str,
+        service_account_uid: str,
+        audiences: Sequence[str],
+        pod: tuple[str, str] | None = None,
+        node: tuple[str, str] | None = None,
+        expiration_seconds: int = DEFAULT_TOKEN_SECONDS,
+    ) -> IssuedToken:
+        """:meth:`issue`, with the expiry a TokenRequest's status reports."""
         now = int(self._clock())
         k8s: dict[str, Any] = {
             "namespace": namespace,
@@ -112,8 +156,13 @@ class TokenIssuer:
         payload = _b64(json.dumps(claims, separators=(",", ":")).encode())
         signing_input = f"{header}.{payload}".encode("ascii")
         signature = _b64(hmac.new(self._key, signing_input, hashlib.sha256).digest())
-        self.issued += 1
-        return f"{header}.{payload}.{signature}"
+        with self._lock:
+            self.issued += 1
+        return IssuedToken(
+            token=f"{header}.{payload}.{signature}",
+            expires_at=float(now + expiration_seconds),
+            expiration_seconds=expiration_seconds,
+        )
 
     def verify(self, token: str, audience: str | None = None) -> dict[str, Any]:
         """The claims of a token this issuer signed, checked for signature, time and audience.
@@ -150,14 +199,35 @@ def _forbidden_message(attrs: Attributes, reason: str) -> str:
     return f"{message}: {reason}" if reason else message
 
 
+@dataclass(frozen=True)
+class PullSecrets:
+    """What ``getPullSecretsForPod`` found for a pod, read as its node.
+
+    ``secrets`` are the Secrets the node could read, in the pod's order; ``missing`` the
+    names it could not (the kubelet's ``FailedToRetrieveImagePullSecret`` event lists
+    them); ``warnings`` one line per missing secret with the API server's reason.
+    """
+
+    secrets: list[Mapping[str, Any]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+_RBAC_KINDS = frozenset({"ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"})
+
+
 class NodeAPI:
     """The API server's answers to one node (``system:node:<name>``).
 
     Args:
-        store: the cluster's objects (:class:`credprov.nodeauth.store.ObjectStore`).
+        store: the cluster's objects (:class:`credprov.nodeauth.store.ObjectStore`); change
+            it through :meth:`apply` and :meth:`delete` so the graph and RBAC follow.
         node_name: the node the requests come from.
         feature_gates: upstream gate names → on/off, for the authorizer and admission.
         issuer: the token issuer (a fresh random-key one by default).
+        groups: the node user's groups.
+
+    Thread-safe for concurrent lookups (one kubelet pulling several images at once).
     """
 
     def __init__(
@@ -171,27 +241,50 @@ class NodeAPI:
     ) -> None:
         from credprov.nodeauth.admission import NodeRestriction
         from credprov.nodeauth.authorizer import NodeAuthorizer
-        from credprov.nodeauth.graph import Graph
-        from credprov.nodeauth.rbac import RBACAuthorizer
+        from credprov.nodeauth.graph import Graph, GraphPopulator
 
         self.store = store
         self.node_name = node_name
         self.user = f"system:node:{node_name}"
         self.groups = tuple(groups)
-        self.graph = Graph.from_store(store)
+        self.graph = Graph()
+        self.populator = GraphPopulator(store, self.graph)
         self.node_authorizer = NodeAuthorizer(self.graph, feature_gates)
-        rbac_objects = [
-            obj
-            for resource in ("clusterroles", "roles", "clusterrolebindings", "rolebindings")
-            for obj in store.list(resource)
-        ]
-        self.rbac = RBACAuthorizer(rbac_objects)
+        self.rbac = self._load_rbac()
         self.admission = NodeRestriction(
-            store, feature_gates=feature_gates, authorizer=self.authorize
+            store, feature_gates=feature_gates, authorizer=self._authorize_logged
         )
         self.issuer = issuer or TokenIssuer()
+        #: The kubelet's token cache in front of :meth:`create_token`.
+        self.token_manager = TokenManager(self._request_token, self.issuer.now)
+        self._audit_lock = threading.Lock()
         #: Every authorization decision made, in order: (attributes, decision).
         self.audit_log: list[tuple[Attributes, Decision]] = []
+
+    def _load_rbac(self) -> Any:
+        from credprov.nodeauth.rbac import RBACAuthorizer
+
+        return RBACAuthorizer(
+            obj
+            for resource in ("clusterroles", "roles", "clusterrolebindings", "rolebindings")
+            for obj in self.store.list(resource)
+        )
+
+    # -- the cluster changing under the node ----------------------------------------------
+
+    def apply(self, obj: Mapping[str, Any]) -> None:
+        """Create or replace an object (a recreated pod or service account, a new grant)."""
+        self.populator.apply(obj)
+        if obj.get("kind") in _RBAC_KINDS:
+            self.rbac = self._load_rbac()
+
+    def delete(self, obj: Mapping[str, Any]) -> None:
+        """Delete the object with ``obj``'s kind, namespace and name."""
+        old = self.populator.delete(obj)
+        if old is not None and old.get("kind") in _RBAC_KINDS:
+            self.rbac = self._load_rbac()
+
+    # -- authorization ----------------------------------------------------------------------
 
     def authorize(self, attrs: Attributes) -> Decision:
         """The ``Node,RBAC`` chain: the first ALLOW wins; reasons of no-opinions are joined."""
@@ -204,6 +297,26 @@ class NodeAPI:
                 reasons.append(decision.reason)
         return Decision.no_opinion(", ".join(reasons))
 
+    def _authorize_logged(self, attrs: Attributes) -> Decision:
+        decision = self.authorize(attrs)
+        with self._audit_lock:
+            self.audit_log.append((attrs, decision))
+        if log.isEnabledFor(logging.DEBUG):
+            resource = (
+                f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
+            )
+            log.debug(
+                "%s %s %s/%s as %s: %s%s",
+                attrs.verb,
+                resource,
+                attrs.namespace,
+                attrs.name,
+                attrs.user,
+                "allowed" if decision.allowed else "refused",
+                f" ({decision.reason})" if decision.reason else "",
+            )
+        return decision
+
     def _check(self, verb: str, resource: str, namespace: str, name: str, sub: str = "") -> None:
         attrs = Attributes(
             user=self.user,
@@ -214,47 +327,62 @@ class NodeAPI:
             namespace=namespace,
             name=name,
         )
-        decision = self.authorize(attrs)
-        self.audit_log.append((attrs, decision))
+        decision = self._authorize_logged(attrs)
         if not decision.allowed:
             raise APIError("Forbidden", _forbidden_message(attrs, decision.reason))
+
+    # -- reads ------------------------------------------------------------------------------
 
     def get(self, resource: str, namespace: str, name: str) -> Mapping[str, Any]:
         """``GET`` one object as the node. Raises APIError (Forbidden before NotFound)."""
         self._check("get", resource, namespace, name)
-        obj = self.store.get(resource, namespace, name)
+        obj: Mapping[str, Any] | None = self.store.get(resource, namespace, name)
         if obj is None:
             raise APIError("NotFound", f'{resource} "{name}" not found')
         return obj
 
-    def pull_secrets(self, pod: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], list[str]]:
-        """The pod's ``imagePullSecrets`` the node may read, and a warning per one it may not.
+    def pull_secrets(self, pod: Mapping[str, Any]) -> PullSecrets:
+        """The pod's ``imagePullSecrets`` the node may read, and the ones it may not.
 
-        As the kubelet: a secret that cannot be read is skipped with a warning
-        ("Unable to retrieve pull secret …"), and the pull goes on without it.
+        As the kubelet: a secret that cannot be read is skipped (its name in ``missing``,
+        "Unable to retrieve pull secret …" in ``warnings``) and the pull goes on without
+        it; entries with an empty name are ignored.
         """
         meta = pod.get("metadata") or {}
         namespace = str(meta.get("namespace") or "default")
-        secrets: list[Mapping[str, Any]] = []
-        warnings: list[str] = []
+        result = PullSecrets()
         for ref in (pod.get("spec") or {}).get("imagePullSecrets") or ():
-            name = str((ref or {}).get("name", "")) if isinstance(ref, dict) else ""
+            name = str(ref.get("name") or "") if isinstance(ref, Mapping) else ""
             if not name:
                 continue
             try:
-                secrets.append(self.get("secrets", namespace, name))
+                result.secrets.append(self.get("secrets", namespace, name))
             except APIError as exc:
-                warnings.append(
+                result.missing.append(name)
+                result.warnings.append(
                     f"Unable to retrieve pull secret {namespace}/{name} for "
                     f"{namespace}/{meta.get('name', '')} due to {exc.message}.  "
                     "The image pull may not succeed."
                 )
-        return secrets, warnings
+        return result
 
     # -- KEP-4412 callbacks for credprov.plugin.provider.PluginProvider ----------------------
 
+    def provider_callbacks(self) -> dict[str, Any]:
+        """``get_service_account`` and ``get_service_account_token`` for
+        :func:`credprov.plugin.registry.register_credential_provider_plugins`: the kubelet's
+        wiring (a live service-account GET, tokens through the token manager)."""
+        return {
+            "get_service_account": self.get_service_account,
+            "get_service_account_token": self.get_service_account_token,
+        }
+
     def get_service_account(self, namespace: str, name: str) -> Any:
-        """``GET serviceaccounts/<name>`` → ``ServiceAccountInfo`` (uid, annotations)."""
+        """``GET serviceaccounts/<name>`` → ``ServiceAccountInfo`` (uid, annotations).
+
+        Raises:
+            ServiceAccountError: refused or not found, with the API server's message.
+        """
         from credprov.plugin.provider import ServiceAccountError, ServiceAccountInfo
 
         try:
@@ -268,6 +396,37 @@ class NodeAPI:
             annotations={str(k): str(v) for k, v in annotations.items()},
         )
 
+    def get_service_account_token(
+        self,
+        namespace: str,
+        service_account: str,
+        service_account_uid: str,
+        audience: str,
+        pod_name: str,
+        pod_uid: str,
+    ) -> str:
+        """A token for the pod as the kubelet gets one: from its token manager, which sends
+        a TokenRequest (:meth:`create_token`) only when it has no fresh token for exactly
+        this request.
+
+        Raises:
+            ServiceAccountError: ``failed to fetch token: <the API server's message>``.
+        """
+        from credprov.plugin.provider import ServiceAccountError
+
+        key = TokenRequestKey(
+            namespace=namespace,
+            service_account=service_account,
+            service_account_uid=service_account_uid,
+            audiences=(audience,),
+            pod_name=pod_name,
+            pod_uid=pod_uid,
+        )
+        try:
+            return self.token_manager.get(key)
+        except TokenManagerError as exc:
+            raise ServiceAccountError(str(exc)) from None
+
     def create_token(
         self,
         namespace: str,
@@ -277,54 +436,88 @@ class NodeAPI:
         pod_name: str,
         pod_uid: str,
     ) -> str:
-        """``POST serviceaccounts/<sa>/token`` as the kubelet sends it for a plugin.
+        """One ``POST serviceaccounts/<sa>/token`` as the kubelet sends it for a plugin
+        (no token cache: every call is a request).
 
         Raises:
             ServiceAccountError: refused by the authorizer, NodeRestriction or the storage
                 checks, with the API server's message.
         """
-        from credprov.nodeauth.admission import AdmissionError, AdmissionRequest
         from credprov.plugin.provider import ServiceAccountError
 
-        metadata: dict[str, str] = {"name": service_account, "namespace": namespace}
-        if service_account_uid:
-            metadata["uid"] = service_account_uid  # the UID precondition
+        key = TokenRequestKey(
+            namespace=namespace,
+            service_account=service_account,
+            service_account_uid=service_account_uid,
+            audiences=(audience,),
+            pod_name=pod_name,
+            pod_uid=pod_uid,
+        )
+        try:
+            return self._request_token(key).token
+        except APIError as exc:
+            raise ServiceAccountError(exc.message) from None
+
+    def _request_token(self, key: TokenRequestKey) -> IssuedToken:
+        """The TokenRequest of ``key`` through authorization, admission and storage.
+
+        Raises:
+            APIError: the API server's refusal.
+        """
+        from credprov.nodeauth.admission import AdmissionError, AdmissionRequest
+
+        metadata: dict[str, str] = {"name": key.service_account, "namespace": key.namespace}
+        if key.service_account_uid:
+            metadata["uid"] = key.service_account_uid  # the UID precondition
+        spec: dict[str, Any] = {
+            "audiences": list(key.audiences),
+            "boundObjectRef": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": key.pod_name,
+                "uid": key.pod_uid,
+            },
+        }
+        if key.expiration_seconds is not None:
+            spec["expirationSeconds"] = key.expiration_seconds
         token_request: dict[str, Any] = {
             "apiVersion": "authentication.k8s.io/v1",
             "kind": "TokenRequest",
             "metadata": metadata,
-            "spec": {
-                "audiences": [audience],
-                "boundObjectRef": {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "name": pod_name,
-                    "uid": pod_uid,
-                },
-            },
+            "spec": spec,
         }
+        self._check("create", "serviceaccounts", key.namespace, key.service_account, "token")
         try:
-            self._check("create", "serviceaccounts", namespace, service_account, "token")
-            try:
-                self.admission.admit(
-                    AdmissionRequest(
-                        user=self.user,
-                        groups=self.groups,
-                        operation="CREATE",
-                        resource="serviceaccounts",
-                        subresource="token",
-                        namespace=namespace,
-                        name=service_account,
-                        object=token_request,
-                    )
+            self.admission.admit(
+                AdmissionRequest(
+                    user=self.user,
+                    groups=self.groups,
+                    operation="CREATE",
+                    resource="serviceaccounts",
+                    subresource="token",
+                    namespace=key.namespace,
+                    name=key.service_account,
+                    object=token_request,
                 )
-            except AdmissionError as exc:
-                raise APIError("Forbidden", str(exc)) from None
-            return self._issue(token_request, namespace, service_account)
-        except APIError as exc:
-            raise ServiceAccountError(exc.message) from None
+            )
+        except AdmissionError as exc:
+            reason = exc.reason if exc.reason in ("Forbidden", "NotFound") else "InternalError"
+            raise APIError(reason, str(exc)) from None
+        issued = self._issue(token_request, key.namespace, key.service_account)
+        log.debug(
+            "issued a token for %s/%s, audiences %s, bound to pod %s (%s), expiring in %ds",
+            key.namespace,
+            key.service_account,
+            ",".join(key.audiences),
+            key.pod_name,
+            key.pod_uid,
+            issued.expiration_seconds,
+        )
+        return issued
 
-    def _issue(self, request: Mapping[str, Any], namespace: str, name: str) -> str:
+    def _issue(self, request: Mapping[str, Any], namespace: str, name: str) -> IssuedToken:
+        """The token REST storage: the service account, its UID precondition, the bound
+        pod (its UID and service account), then the signature."""
         sa = self.store.get("serviceaccounts", namespace, name)
         if sa is None:
             raise APIError("NotFound", f'serviceaccounts "{name}" not found')
@@ -337,32 +530,38 @@ class NodeAPI:
                 f"precondition ({want_uid}) does not match the UID in record ({sa_uid}). "
                 "The object might have been deleted and then recreated",
             )
-        ref = request["spec"]["boundObjectRef"]
+        spec = request["spec"]
+        ref = spec["boundObjectRef"]
         pod = self.store.get("pods", namespace, ref["name"])
         if pod is None:
             raise APIError("NotFound", f'pods "{ref["name"]}" not found')
         pod_meta = pod.get("metadata") or {}
-        if ref.get("uid") and ref["uid"] != pod_meta.get("uid"):
-            raise APIError(
-                "Conflict",
-                f"the UID in the bound object reference ({ref['uid']}) does not match the UID "
-                f"in record ({pod_meta.get('uid', '')}). The object might have been deleted and "
-                "then recreated",
-            )
-        pod_sa = (pod.get("spec") or {}).get("serviceAccountName") or "default"
+        pod_spec = pod.get("spec") or {}
+        pod_sa = str(pod_spec.get("serviceAccountName") or "")
         if pod_sa != name:
             raise APIError(
                 "BadRequest",
                 f'cannot bind token for serviceaccount "{name}" to pod running with '
-                f'different serviceaccount name "{pod_sa}"',
+                "different serviceaccount name.",
             )
-        node = self.store.get("nodes", "", self.node_name)
+        pod_uid = str(pod_meta.get("uid", ""))
+        if ref.get("uid") and ref["uid"] != pod_uid:
+            raise APIError(
+                "Conflict",
+                f'Operation cannot be fulfilled on Pod "{ref["name"]}": the UID in the bound '
+                f"object reference ({ref['uid']}) does not match the UID in record. The object "
+                "might have been deleted and then recreated",
+            )
+        # The API server binds the token to the pod's node too (ServiceAccountTokenPodNodeInfo).
+        node_name = str(pod_spec.get("nodeName") or "")
+        node = self.store.get("nodes", "", node_name) if node_name else None
         node_uid = str(((node or {}).get("metadata") or {}).get("uid", ""))
-        return self.issuer.issue(
+        return self.issuer.issue_token(
             namespace=namespace,
             service_account=name,
             service_account_uid=sa_uid,
-            audiences=list(request["spec"]["audiences"]),
-            pod=(str(ref["name"]), str(pod_meta.get("uid", ""))),
-            node=(self.node_name, node_uid) if node is not None else None,
+            audiences=list(spec["audiences"]),
+            pod=(str(ref["name"]), pod_uid),
+            node=(node_name, node_uid) if node is not None else None,
+            expiration_seconds=int(spec.get("expirationSeconds") or DEFAULT_TOKEN_SECONDS),
         )

@@ -56,7 +56,9 @@ class Rule:
             return False
         if not attrs.resource_request:
             return any(
-                u == attrs.path or u == "*" or (u.endswith("*") and attrs.path.startswith(u[:-1]))
+                u == attrs.path
+                or u == "*"
+                or (u.endswith("*") and attrs.path.startswith(u.rstrip("*")))
                 for u in self.non_resource_urls
             )
         if "*" not in self.api_groups and attrs.api_group not in self.api_groups:
@@ -77,8 +79,9 @@ def _subject_matches(subject: Mapping[str, Any], attrs: Attributes, binding_ns: 
     if kind == "Group":
         return name in attrs.groups
     if kind == "ServiceAccount":
+        # A subject without a namespace means the binding's; a ClusterRoleBinding has none.
         ns = subject.get("namespace") or binding_ns
-        return attrs.user == f"system:serviceaccount:{ns}:{name}"
+        return bool(ns) and attrs.user == f"system:serviceaccount:{ns}:{name}"
     return False
 
 

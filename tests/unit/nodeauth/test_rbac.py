@@ -61,6 +61,16 @@ def attrs(**kw: Any) -> Attributes:
             True,
         ),
         (
+            {"verbs": ["get"], "nonResourceURLs": ["/metrics/**"]},
+            {"resource_request": False, "path": "/metrics/x", "resource": ""},
+            True,
+        ),
+        (
+            {"verbs": ["get"], "nonResourceURLs": ["/metrics/*"]},
+            {"resource_request": False, "path": "/healthz", "resource": ""},
+            False,
+        ),
+        (
             {
                 "verbs": ["request-serviceaccounts-token-audience"],
                 "apiGroups": [""],
@@ -156,3 +166,36 @@ def test_malformed_objects_are_ignored() -> None:
         ]
     )
     assert not rbac.authorize(attrs()).allowed
+
+
+@pytest.mark.parametrize(
+    ("subject", "binding_kind", "user", "allowed"),
+    [
+        (
+            {"kind": "ServiceAccount", "name": "sa", "namespace": "team-a"},
+            "ClusterRoleBinding",
+            "system:serviceaccount:team-a:sa",
+            True,
+        ),
+        # No namespace: the RoleBinding's own; a ClusterRoleBinding has none to lend, so
+        # the subject matches nobody (not even a user named "system:serviceaccount::sa").
+        (
+            {"kind": "ServiceAccount", "name": "sa"},
+            "RoleBinding",
+            "system:serviceaccount:team-a:sa",
+            True,
+        ),
+        (
+            {"kind": "ServiceAccount", "name": "sa"},
+            "ClusterRoleBinding",
+            "system:serviceaccount::sa",
+            False,
+        ),
+    ],
+)
+def test_service_account_subjects(
+    subject: dict[str, Any], binding_kind: str, user: str, allowed: bool
+) -> None:
+    rbac = RBACAuthorizer(_objects(subject, binding_kind))
+    request = Attributes(user=user, verb="get", resource="secrets", namespace="team-a", name="s")
+    assert rbac.authorize(request).allowed is allowed

@@ -45,3 +45,14 @@ def test_other_key_and_garbage_rejected() -> None:
         TokenIssuer().verify("garbage")
     # Random keys: two issuers never accept each other's tokens.
     assert TokenIssuer()._key != TokenIssuer()._key
+
+
+def test_issue_token_reports_the_expiry() -> None:
+    issuer = TokenIssuer(key=b"k" * 32, clock=lambda: 1_700_000_000.5)
+    issued = issuer.issue_token(
+        namespace="n", service_account="s", service_account_uid="u", audiences=["x"],
+        expiration_seconds=600,
+    )  # fmt: skip
+    assert (issued.expires_at, issued.expiration_seconds) == (1_700_000_600.0, 600)
+    assert issued.issued_at == issuer.verify(issued.token)["iat"] == issuer.now() // 1
+    assert issued.token not in repr(issued)
