@@ -1,0 +1,328 @@
+"""What one node can read, for security reviews (``credprov nodeauth audit``).
+
+A pure function of the cluster's objects: the Node authorizer's graph says which secrets,
+config maps, PVCs, PVs, resource claims, volume attachments, resource slices, pod
+certificate requests and service accounts a node reaches (exactly the objects
+``get`` would be allowed for, each with the pods or volumes it is reached through); the
+static ``system:node`` rules add what any node may list cluster-wide.
+
+Service-account tokens are listed by audience: for each service account a pod on the node
+uses, the audiences NodeRestriction lets the node request a token for
+(``ServiceAccountNodeAudienceRestriction``, on by default):
+
+* the audience of each projected ``serviceAccountToken`` volume of those pods (no
+  audience means the API server's, shown as ``""``: every pod with the usual
+  ``kube-api-access-*`` volume has one);
+* the ``tokenRequests`` audiences of the CSIDriver of each CSI volume, inline or through a
+  PVC's bound PV (in-tree volumes migrated to CSI are not followed);
+* audiences granted by RBAC with the ``request-serviceaccounts-token-audience`` verb
+  (``resources`` are audiences, ``resourceNames`` service accounts; ``*`` is any) to the
+  node's user or groups — how KEP-4412 registry audiences are allowed.
+
+With the gate off, any audience is allowed (``"*"``). Names only: no object content, so no
+secret value, is ever part of the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from credprov.nodeauth import graph as g
+from credprov.nodeauth.authorizer import NodeAuthorizer
+from credprov.nodeauth.identity import NODE_USER_PREFIX, NODES_GROUP
+from credprov.nodeauth.types import Attributes, ObjectGetter
+
+__all__ = ["AUDIENCE_VERB", "audit", "token_audiences"]
+
+#: The verb RBAC grants to let nodes request tokens for an audience no pod volume names.
+AUDIENCE_VERB = "request-serviceaccounts-token-audience"
+
+_EMPTY: Mapping[str, Any] = {}
+
+# Graph vertex type → (result key, resource for existence checks, namespaced).
+_SECTIONS: tuple[tuple[str, str, str, bool], ...] = (
+    (g.SECRET, "secrets", "secrets", True),
+    (g.CONFIGMAP, "configmaps", "configmaps", True),
+    (g.PVC, "persistentVolumeClaims", "persistentvolumeclaims", True),
+    (g.PV, "persistentVolumes", "persistentvolumes", False),
+    (g.RESOURCE_CLAIM, "resourceClaims", "resourceclaims", True),
+    (g.VOLUME_ATTACHMENT, "volumeAttachments", "volumeattachments", False),
+    (g.RESOURCE_SLICE, "resourceSlices", "resourceslices", False),
+    (g.POD_CERTIFICATE_REQUEST, "podCertificateRequests", "podcertificaterequests", True),
+)
+
+
+def _m(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else _EMPTY
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+class _Lister(ObjectGetter, Protocol):
+    def list(self, resource: str) -> list[Mapping[str, Any]]: ...
+
+
+def audit(
+    store: _Lister,
+    node_name: str,
+    *,
+    graph: g.Graph | None = None,
+    feature_gates: Mapping[str, bool] | None = None,
+    groups: Sequence[str] = (NODES_GROUP, "system:authenticated"),
+) -> dict[str, Any]:
+    """Everything ``system:node:<node_name>`` can read; see the module docstring.
+
+    Args:
+        store: the cluster's objects (an :class:`~credprov.nodeauth.store.ObjectStore`).
+        node_name: the node.
+        graph: the graph of ``store`` if already built (else it is built here).
+        feature_gates: upstream gate names → on/off (the authorizer's, and
+            ``ServiceAccountNodeAudienceRestriction``).
+        groups: the node's groups, for RBAC audience grants.
+
+    Returns:
+        A JSON-ready dict: ``node``, ``nodeKnown`` (some object is bound to it),
+        ``nodeExists`` (a Node object exists), ``pods``, one list per object type (each
+        entry ``namespace`` (when namespaced), ``name``, ``exists`` and ``via``),
+        ``serviceAccounts`` (with ``get``, ``pods`` and ``tokenAudiences``) and
+        ``clusterWide`` (read requests the static rules allow for every object).
+    """
+    if graph is None:
+        graph = g.Graph.from_store(store)
+    gates = dict(feature_gates or {})
+    authorizer = NodeAuthorizer(graph, gates)
+    user = f"{NODE_USER_PREFIX}{node_name}"
+    readable = graph.readable_by(node_name)
+    by_kind: dict[str, list[tuple[g.Vertex, list[g.Vertex]]]] = {}
+    for vertex, via in readable.items():
+        by_kind.setdefault(vertex.kind, []).append((vertex, via))
+    for entries in by_kind.values():
+        entries.sort(key=lambda e: (e[0].namespace, e[0].name))
+
+    result: dict[str, Any] = {
+        "node": node_name,
+        "nodeKnown": graph.get_vertex(g.NODE, "", node_name) is not None,
+        "nodeExists": store.get("nodes", "", node_name) is not None,
+    }
+    pods = []
+    for vertex, _ in by_kind.get(g.POD, ()):
+        pod = store.get("pods", vertex.namespace, vertex.name) or _EMPTY
+        spec = _m(pod.get("spec"))
+        pods.append(
+            {
+                "namespace": vertex.namespace,
+                "name": vertex.name,
+                "serviceAccount": _str(spec.get("serviceAccountName")),
+                "mirror": "kubernetes.io/config.mirror"
+                in _m(_m(pod.get("metadata")).get("annotations")),
+            }
+        )
+    result["pods"] = pods
+
+    for kind, key, resource, namespaced in _SECTIONS:
+        section: list[dict[str, Any]] = []
+        for vertex, via in by_kind.get(kind, ()):
+            entry: dict[str, Any] = {}
+            if namespaced:
+                entry["namespace"] = vertex.namespace
+            entry["name"] = vertex.name
+            entry["exists"] = store.get(resource, vertex.namespace, vertex.name) is not None
+            entry["via"] = sorted(str(v) for v in via)
+            section.append(entry)
+        result[key] = section
+
+    audience_restriction = gates.get("ServiceAccountNodeAudienceRestriction", True)
+    accounts = []
+    for vertex, via in by_kind.get(g.SERVICE_ACCOUNT, ()):
+        pod_objects = [
+            found for v in via if (found := store.get("pods", v.namespace, v.name)) is not None
+        ]
+        if audience_restriction:
+            audiences = token_audiences(store, vertex.namespace, vertex.name, pod_objects)
+            audiences = _merge(
+                audiences,
+                _rbac_audiences(store, user, groups, vertex.namespace, vertex.name),
+            )
+        else:
+            audiences = {"*": ["ServiceAccountNodeAudienceRestriction is off: any audience"]}
+        get = authorizer.authorize(
+            Attributes(
+                user=user,
+                groups=tuple(groups),
+                verb="get",
+                resource="serviceaccounts",
+                namespace=vertex.namespace,
+                name=vertex.name,
+            )
+        )
+        accounts.append(
+            {
+                "namespace": vertex.namespace,
+                "name": vertex.name,
+                "exists": store.get("serviceaccounts", vertex.namespace, vertex.name) is not None,
+                "get": get.allowed,
+                "pods": sorted(f"{v.namespace}/{v.name}" for v in via),
+                "tokenAudiences": [
+                    {"audience": audience, "via": sorted(set(sources))}
+                    for audience, sources in sorted(audiences.items())
+                ],
+            }
+        )
+    result["serviceAccounts"] = accounts
+    result["clusterWide"] = _cluster_wide(authorizer, user, groups)
+    return result
+
+
+def _merge(a: dict[str, list[str]], b: dict[str, list[str]]) -> dict[str, list[str]]:
+    for audience, sources in b.items():
+        a.setdefault(audience, []).extend(sources)
+    return a
+
+
+def token_audiences(
+    objects: ObjectGetter,
+    namespace: str,
+    service_account: str,
+    pods: Iterable[Mapping[str, Any]],
+) -> dict[str, list[str]]:
+    """Audiences the pods' volumes let a node request for their service account.
+
+    Returns audience → where it comes from (``pod ns/name volume v: projected token`` or
+    ``… CSI driver d``). Pods running as another service account are skipped.
+    """
+    found: dict[str, list[str]] = {}
+    for pod in pods:
+        meta = _m(pod.get("metadata"))
+        spec = _m(pod.get("spec"))
+        if _str(spec.get("serviceAccountName")) != service_account:
+            continue
+        pod_name = _str(meta.get("name"))
+        where = f"pod {namespace}/{pod_name}"
+        for volume in _list(spec.get("volumes")):
+            volume = _m(volume)
+            volume_name = _str(volume.get("name"))
+            for source in _list(_m(volume.get("projected")).get("sources")):
+                token = _m(source).get("serviceAccountToken")
+                if token is not None:
+                    audience = _str(_m(token).get("audience"))
+                    found.setdefault(audience, []).append(
+                        f"{where} volume {volume_name}: projected token"
+                    )
+            driver = _volume_csi_driver(objects, namespace, pod_name, volume)
+            if driver:
+                csi_driver = objects.get("csidrivers", "", driver) or _EMPTY
+                for request in _list(_m(csi_driver.get("spec")).get("tokenRequests")):
+                    audience = _str(_m(request).get("audience"))
+                    found.setdefault(audience, []).append(
+                        f"{where} volume {volume_name}: CSI driver {driver}"
+                    )
+    return found
+
+
+def _volume_csi_driver(
+    objects: ObjectGetter, namespace: str, pod_name: str, volume: Mapping[str, Any]
+) -> str:
+    if volume.get("csi") is not None:
+        return _str(_m(volume["csi"]).get("driver"))
+    claim = ""
+    if volume.get("persistentVolumeClaim") is not None:
+        claim = _str(_m(volume["persistentVolumeClaim"]).get("claimName"))
+    elif volume.get("ephemeral") is not None:
+        claim = f"{pod_name}-{_str(volume.get('name'))}"
+    if not claim:
+        return ""
+    pvc = objects.get("persistentvolumeclaims", namespace, claim) or _EMPTY
+    pv_name = _str(_m(pvc.get("spec")).get("volumeName"))
+    pv = objects.get("persistentvolumes", "", pv_name) if pv_name else None
+    return _str(_m(_m(_m(pv).get("spec")).get("csi")).get("driver"))
+
+
+def _subject_matches(subject: Mapping[str, Any], user: str, groups: Sequence[str]) -> bool:
+    kind = subject.get("kind")
+    name = subject.get("name")
+    if kind == "User":
+        return name == user
+    if kind == "Group":
+        return name in groups
+    return False
+
+
+def _rbac_audiences(
+    store: _Lister, user: str, groups: Sequence[str], namespace: str, service_account: str
+) -> dict[str, list[str]]:
+    """Audiences granted by RBAC's ``request-serviceaccounts-token-audience`` for one SA."""
+    cluster_roles = {_str(_m(r.get("metadata")).get("name")): r for r in store.list("clusterroles")}
+    roles = {
+        (_str(_m(r.get("metadata")).get("namespace")), _str(_m(r.get("metadata")).get("name"))): r
+        for r in store.list("roles")
+    }
+    found: dict[str, list[str]] = {}
+    bindings = [("ClusterRoleBinding", b) for b in store.list("clusterrolebindings")]
+    bindings += [("RoleBinding", b) for b in store.list("rolebindings")]
+    for kind, binding in bindings:
+        meta = _m(binding.get("metadata"))
+        binding_ns = _str(meta.get("namespace"))
+        if kind == "RoleBinding" and binding_ns != namespace:
+            continue
+        if not any(_subject_matches(_m(s), user, groups) for s in _list(binding.get("subjects"))):
+            continue
+        ref = _m(binding.get("roleRef"))
+        role_name = _str(ref.get("name"))
+        role = (
+            cluster_roles.get(role_name)
+            if ref.get("kind") == "ClusterRole"
+            else roles.get((binding_ns, role_name))
+        )
+        if role is None:
+            continue
+        via = f'RBAC {kind} "{_str(meta.get("name"))}" of {ref.get("kind")} "{role_name}"'
+        for rule in _list(role.get("rules")):
+            rule = _m(rule)
+            verbs = _list(rule.get("verbs"))
+            api_groups = _list(rule.get("apiGroups"))
+            names = _list(rule.get("resourceNames"))
+            if AUDIENCE_VERB not in verbs and "*" not in verbs:
+                continue
+            if "" not in api_groups and "*" not in api_groups:
+                continue
+            if names and service_account not in names:
+                continue
+            for audience in _list(rule.get("resources")):
+                if isinstance(audience, str):
+                    found.setdefault(audience, []).append(via)
+    return found
+
+
+def _cluster_wide(authorizer: NodeAuthorizer, user: str, groups: Sequence[str]) -> list[str]:
+    """Read requests without a name (so for every object) that the node is allowed."""
+    allowed = []
+    for rule in authorizer.rules:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                name, _, sub = resource.partition("/")
+                verbs = [
+                    verb
+                    for verb in rule["verbs"]
+                    if verb in ("get", "list", "watch")
+                    and authorizer.authorize(
+                        Attributes(
+                            user=user,
+                            groups=tuple(groups),
+                            verb=verb,
+                            api_group=group,
+                            resource=name,
+                            subresource=sub,
+                        )
+                    ).allowed
+                ]
+                if verbs:
+                    verbs.sort(key=("get", "list", "watch").index)
+                    allowed.append(f"{','.join(verbs)} {resource}.{group or 'core'}")
+    return sorted(set(allowed))
