@@ -131,6 +131,11 @@ class ExecPlugin:
             self._observe(start)
         duration = time.monotonic() - start
         stderr_text = stderr.decode("utf-8", "replace")
+        token = request.service_account_token
+        if token and token in stderr_text:
+            # Beyond the kubelet: a plugin that echoes its stdin on failure must not put
+            # the pod's service-account token into an error that ends up in logs.
+            stderr_text = stderr_text.replace(token, "<redacted>")
         if failure is not None:
             self._count_error()
             raise PluginError(f"{prefix}: {failure}: {stderr_text}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -163,6 +164,16 @@ def test_exit_1_carries_stderr_and_counts_error(bin_dir: Path) -> None:
     text = plugin.metrics.exposition().decode()
     assert 'kubelet_credential_provider_plugin_errors_total{plugin_name="fake"} 1.0' in text
     assert 'kubelet_credential_provider_plugin_duration_count{plugin_name="fake"} 1.0' in text
+
+
+def test_service_account_token_redacted_from_plugin_stderr(bin_dir: Path) -> None:
+    plugin = make(bin_dir, "exit1-echo")
+    request = dataclasses.replace(REQ, service_account_token=CANARY)
+    with pytest.raises(PluginError) as err:
+        plugin.exec(request)
+    assert "plugin failed on request" in str(err.value)
+    assert "<redacted>" in str(err.value)
+    assert CANARY not in str(err.value)
 
 
 def test_timeout_kills_whole_process_group(bin_dir: Path) -> None:
