@@ -1,5 +1,5 @@
 """One kubelet's image path, wired together for the CLI: shared by ``ensure-image``,
-``image-gc`` and ``simulate``.
+``image-gc`` and ``simulate`` (and, for its credential sources, ``get-credentials``).
 
 * :class:`KubeletNode` builds what a kubelet start builds: the ``ImagePullManager`` over
   ``<root>/image_manager`` (its start-up housekeeping settles intents a previous run left,
@@ -9,22 +9,29 @@
   same for the simulator and the real runtime;
 * :func:`open_cri_runtime` is the default runtime factory: a CRI client on ``unix:///...``
   (imported lazily: grpc is heavy), checked with ``Version`` so an unreachable endpoint is
-  one clear line before anything is decided;
-* :class:`ReportingEngineCredentials` looks credentials up through an
-  :class:`credprov.engine.Engine` and logs (never raises on) a plugin that failed, as the
-  kubelet carries on with the other sources.
+  one clear line before anything is decided; :func:`opened_runtime` holds it for one
+  command run and turns what goes wrong there into one line naming ``--root`` or ``--cri``;
+* :func:`node_engine` is the node's credential sources (docker config, then the plugins),
+  and :class:`ReportingEngineCredentials` looks credentials up through it, logging and
+  keeping (never raising on) a plugin that failed, as the kubelet carries on with the
+  other sources.
 
 Nothing here prints: the commands own their output.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from credprov.cli.main import CLIError
+
+if TYPE_CHECKING:
+    from credprov.engine import Engine
 
 log = logging.getLogger("credprov.cli")
 
@@ -38,8 +45,11 @@ __all__ = [
     "credential_kinds",
     "ensure_result_to_dict",
     "is_runtime_error",
+    "node_engine",
     "open_cri_runtime",
+    "opened_runtime",
     "parse_cri_endpoint",
+    "record_credential_kinds",
     "recorded_to_dict",
     "validate_policy",
 ]
@@ -147,6 +157,40 @@ def close_runtime(runtime: Any) -> None:
             log.debug("closing the runtime failed", exc_info=True)
 
 
+@contextlib.contextmanager
+def opened_runtime(
+    endpoint: str,
+    root: str,
+    runtime_factory: RuntimeFactory | None = None,
+    *,
+    pull_timeout: float = 300.0,
+) -> Iterator[ManagedRuntime]:
+    """The runtime at ``endpoint`` for one command run over the records under ``root``,
+    closed afterwards.
+
+    ``runtime_factory(endpoint)`` opens it (default: :func:`open_cri_runtime` with
+    ``pull_timeout``). What the run raises becomes one line: an ``OSError`` is the records'
+    (``--root``), the CRI client's own error the runtime's (``--cri``); anything else passes.
+
+    Raises:
+        CLIError: the runtime could not be opened, or the run failed as above.
+    """
+    if runtime_factory is None:
+        runtime = open_cri_runtime(endpoint, pull_timeout=pull_timeout)
+    else:
+        runtime = runtime_factory(endpoint)
+    try:
+        yield runtime
+    except OSError as exc:
+        raise CLIError(f"--root {root}: {exc.strerror or exc}") from None
+    except Exception as exc:
+        if is_runtime_error(exc):
+            raise CLIError(f"--cri {endpoint}: {exc}") from None
+        raise
+    finally:
+        close_runtime(runtime)
+
+
 def check_root(root: str) -> str:
     """``root`` if it is a directory.
 
@@ -174,12 +218,56 @@ def validate_policy(policy: str, allowlist: Sequence[str]) -> None:
         raise CLIError(problems[0])
 
 
+def node_engine(
+    node_docker_config: str | None,
+    plugins: tuple[str, str] | None,
+    feature_gates: Mapping[str, bool] | None,
+    *,
+    plugin_timeout: int,
+    as_pod: Any = None,
+) -> Engine:
+    """The node's credential sources: its docker config, then the credential provider
+    plugins of ``plugins`` (``(config path, bin dir)``; none when None) with a deadline of
+    ``plugin_timeout`` nanoseconds. With ``as_pod`` (:class:`credprov.cli._aspod.AsPod`),
+    KEP-4412 providers reach the API server as the pod's node.
+
+    Raises:
+        CLIError: an unreadable or invalid docker config.
+        credprov.config.ConfigError: the kubelet's plugin registration errors.
+    """
+    from credprov.engine import Engine
+    from credprov.objects import ObjectsError, load_docker_config_keyring
+
+    try:
+        node_keyring = load_docker_config_keyring(node_docker_config)
+    except ObjectsError as exc:
+        raise CLIError(str(exc)) from None
+    providers = None
+    if plugins is not None:
+        from credprov.plugin.registry import register_credential_provider_plugins
+
+        config, bin_dir = plugins
+        # ConfigError carries the kubelet's text; main prints it as one line.
+        providers = register_credential_provider_plugins(
+            config,
+            bin_dir,
+            feature_gates,
+            plugin_timeout=plugin_timeout,
+            **(as_pod.provider_callbacks() if as_pod is not None else {}),
+        )
+    return Engine(providers, node_keyring)
+
+
 class ReportingEngineCredentials:
     """:class:`credprov.pullmanager.ensure.EngineCredentials` that also logs every plugin
-    failure (already scrubbed of secrets by the exec layer)."""
+    failure (already scrubbed of secrets by the exec layer) and keeps it in :attr:`errors`:
+    a token request the Node authorizer or NodeRestriction refused is what an operator
+    looks for in a report."""
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
+        #: ``{"image", "provider", "error"}`` per failed provider lookup, in order.
+        self.errors: list[dict[str, str]] = []
 
     def lookup(self, image: str, pull_secrets: Sequence[Mapping[str, Any]], pod: Any) -> list[Any]:
         from credprov.pullmanager.ensure import CredentialLookupError
@@ -195,43 +283,38 @@ class ReportingEngineCredentials:
                     image,
                     provider.error,
                 )
+                self.errors.append(
+                    {"image": image, "provider": provider.name, "error": provider.error}
+                )
         return list(resolution.credentials)
 
 
+@dataclass(eq=False)
 class KubeletNode:
     """A kubelet's image manager and pull manager over ``root`` and ``runtime``.
 
     ``feature_gate`` False is ``KubeletEnsureSecretPulledImages=false``: no records, present
     images are used by anyone. :meth:`restart` rebuilds both, as a kubelet restart does
-    (in-memory state dropped, start-up housekeeping run again).
+    (in-memory state dropped, start-up housekeeping run again); construction is the first
+    start.
     """
 
-    def __init__(
-        self,
-        runtime: Any,
-        root: str,
-        policy: str,
-        allowlist: Iterable[str] = (),
-        *,
-        credentials: Any = None,
-        metrics: Any = None,
-        feature_gate: bool = True,
-        verify_image_ref: bool = False,
-        track_preloaded: bool = False,
-        shared_root: bool = False,
-    ) -> None:
-        self.runtime = runtime
-        self.root = root
-        self.policy = policy
-        self.allowlist = list(allowlist)
-        self.credentials = credentials
-        self.metrics = metrics
-        self.feature_gate = feature_gate
-        self.verify_image_ref = verify_image_ref
-        self.track_preloaded = track_preloaded
-        self.shared_root = shared_root
-        self.manager: Any = None
-        self.ensure: Any = None
+    runtime: Any
+    root: str
+    policy: str
+    allowlist: Iterable[str] = ()
+    _: KW_ONLY
+    credentials: Any = None
+    metrics: Any = None
+    feature_gate: bool = True
+    verify_image_ref: bool = False
+    track_preloaded: bool = False
+    shared_root: bool = False
+    manager: Any = field(default=None, init=False)
+    ensure: Any = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.allowlist = list(self.allowlist)
         self.restart()
 
     def restart(self) -> None:
@@ -305,3 +388,11 @@ def credential_kinds(creds: Mapping[str, Any]) -> str:
     for s in creds.get("kubernetesServiceAccounts") or []:
         parts.append(f"serviceaccount {s['namespace']}/{s['name']}")
     return ", ".join(parts) or "none"
+
+
+def record_credential_kinds(record: Mapping[str, Any], sep: str) -> str:
+    """``<cache key>: <kinds>`` of every ``credentialMapping`` entry of a pull record's
+    JSON, joined by ``sep``, or ``no credentials``, for text output."""
+    mapping = record.get("credentialMapping") or {}
+    kinds = sep.join(f"{k}: {credential_kinds(c)}" for k, c in mapping.items())
+    return kinds or "no credentials"

@@ -139,16 +139,11 @@ def resolution_to_dict(res: Any, show_secrets: bool) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from credprov.cli._kubelet_node import node_engine
     from credprov.cli.main import CLIError, one_line
     from credprov.durations import parse_duration
-    from credprov.engine import Engine
     from credprov.keyring import KeyringError
-    from credprov.objects import (
-        ObjectsError,
-        load_docker_config_keyring,
-        load_pull_secrets,
-    )
-    from credprov.plugin.registry import register_credential_provider_plugins
+    from credprov.objects import ObjectsError, load_pull_secrets
 
     timeout = parse_duration(args.plugin_timeout)
     if timeout <= 0:
@@ -162,17 +157,17 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(f"pod {as_pod.namespace}/{as_pod.name} has no container images: give IMAGE")
     try:
         secrets = as_pod.secrets if as_pod is not None else load_pull_secrets(args.pull_secret)
-        node_keyring = load_docker_config_keyring(args.node_docker_config)
     except ObjectsError as exc:
         raise CLIError(str(exc)) from None
-    providers = register_credential_provider_plugins(
-        args.config,
-        args.bin_dir,
+    engine = node_engine(
+        args.node_docker_config,
+        (args.config, args.bin_dir),
         gates,
         plugin_timeout=timeout,
-        **(as_pod.provider_callbacks() if as_pod is not None else {}),
+        as_pod=as_pod,
     )
-    engine = Engine(providers, node_keyring)
+    providers = engine.providers
+    assert providers is not None  # --config is required
     pod_info = as_pod.info if as_pod is not None else None
     if as_pod is not None:
         for warning in as_pod.warnings:

@@ -32,7 +32,6 @@ are never printed or logged.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -41,8 +40,6 @@ from credprov.cli.main import CLIError, add_common
 
 if TYPE_CHECKING:
     from credprov.cli._kubelet_node import RuntimeFactory
-
-log = logging.getLogger("credprov.cli")
 
 _STATUS = {
     "pulled": "ready, pulled",
@@ -208,27 +205,31 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
             pod = load_pod(args.pod)
         except PodSpecError as exc:
             raise CLIError(str(exc)) from None
-    engine = _engine(args, plugin_timeout, gates, as_pod)
+    engine = node_mod.node_engine(
+        args.node_docker_config,
+        (args.config, args.bin_dir) if args.config else None,
+        gates,
+        plugin_timeout=int(plugin_timeout * 1e9),
+        as_pod=as_pod,
+    )
     if as_pod is None:
         secrets, missing = select_pull_secrets(pod, _load_secrets(args.secrets))
     else:
         for warning in as_pod.warnings:
             print(f"credprov: warning: {warning}", file=sys.stderr)
 
-    def open_cri(endpoint: str) -> node_mod.ManagedRuntime:
-        return node_mod.open_cri_runtime(endpoint, pull_timeout=pull_timeout)
-
     from credprov.pullmanager.metrics import PullManagerMetrics
 
     metrics = PullManagerMetrics()
-    runtime = (runtime_factory or open_cri)(args.cri)
-    try:
+    with node_mod.opened_runtime(
+        args.cri, root, runtime_factory, pull_timeout=pull_timeout
+    ) as runtime:
         node = node_mod.KubeletNode(
             node_mod.PullFailuresAsErrors(runtime),
             root,
             args.policy,
             args.allowlist,
-            credentials=_ProviderErrorsCredentials(engine),
+            credentials=node_mod.ReportingEngineCredentials(engine),
             metrics=metrics,
             verify_image_ref=args.verify_image_ref,
             # Another ensure-image, or a daemon, may write the same root at the same time.
@@ -237,14 +238,6 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
         report = _ensure_pod(node, pod, secrets, missing, args.policy)
         if as_pod is not None:
             _add_as_pod(report, as_pod)
-    except OSError as exc:
-        raise CLIError(f"--root {root}: {exc.strerror or exc}") from None
-    except Exception as exc:
-        if node_mod.is_runtime_error(exc):
-            raise CLIError(f"--cri {args.cri}: {exc}") from None
-        raise
-    finally:
-        node_mod.close_runtime(runtime)
 
     if args.metrics_out:
         from credprov.cli._output import write_atomic
@@ -303,65 +296,11 @@ def _pod_from_objects(args: argparse.Namespace, gates: Any) -> tuple[Any, Any]:
     return as_pod, pod
 
 
-def _engine(
-    args: argparse.Namespace, plugin_timeout: float, gates: Any = None, as_pod: Any = None
-) -> Any:
-    """The node's credential sources: docker config, then the plugins (if configured),
-    with the pod's node API behind KEP-4412 providers when ``as_pod`` is given."""
-    from credprov.engine import Engine
-    from credprov.objects import ObjectsError, load_docker_config_keyring
-
-    try:
-        node_keyring = load_docker_config_keyring(args.node_docker_config)
-    except ObjectsError as exc:
-        raise CLIError(str(exc)) from None
-    providers = None
-    if args.config:
-        from credprov.plugin.registry import register_credential_provider_plugins
-
-        # ConfigError carries the kubelet's text; main prints it as one line.
-        providers = register_credential_provider_plugins(
-            args.config,
-            args.bin_dir,
-            gates,
-            plugin_timeout=int(plugin_timeout * 1e9),
-            **(as_pod.provider_callbacks() if as_pod is not None else {}),
-        )
-    return Engine(providers, node_keyring)
-
-
 def _add_as_pod(report: dict[str, Any], as_pod: Any) -> None:
     """The node, warnings, tokens and authorizations of an ``--objects`` run."""
     extra = as_pod.to_dict()
     report["pod"] = {**report["pod"], **extra.pop("pod")}
     report.update(extra)
-
-
-class _ProviderErrorsCredentials:
-    """:class:`credprov.cli._kubelet_node.ReportingEngineCredentials` that also keeps each
-    failing provider's error (already free of secrets) for the report: a token request
-    the Node authorizer or NodeRestriction refused is what an operator looks for."""
-
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
-        #: ``{"image", "provider", "error"}`` per failed provider lookup, in order.
-        self.errors: list[dict[str, str]] = []
-
-    def lookup(self, image: str, pull_secrets: Any, pod: Any) -> list[Any]:
-        from credprov.pullmanager.ensure import CredentialLookupError
-
-        resolution = self.engine.resolve(image, pull_secrets, pod)
-        if resolution.error:
-            raise CredentialLookupError(resolution.error)
-        for provider in resolution.providers:
-            if provider.error:
-                log.warning(
-                    "credential provider %s failed for %s: %s", provider.name, image, provider.error
-                )
-                self.errors.append(
-                    {"image": image, "provider": provider.name, "error": provider.error}
-                )
-        return list(resolution.credentials)
 
 
 def _ensure_pod(
@@ -391,7 +330,7 @@ def _ensure_pod(
         service_account_name=pod.service_account_name,
     )
     containers = []
-    provider_errors: list[dict[str, str]] = getattr(node.credentials, "errors", [])
+    provider_errors: list[dict[str, str]] = node.credentials.errors
     for c in pod.containers:
         seen = len(provider_errors)
         result = node.ensure.ensure_image_exists(

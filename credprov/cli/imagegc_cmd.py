@@ -70,19 +70,9 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
 
     node_mod.parse_cri_endpoint(args.cri)
     root = node_mod.check_root(args.root)
-    factory = runtime_factory or node_mod.open_cri_runtime
-    runtime = factory(args.cri)
-    try:
+    with node_mod.opened_runtime(args.cri, root, runtime_factory) as runtime:
         removed = [] if args.dry_run else [_remove(runtime, image) for image in args.remove]
         report = _prune(runtime, root, args.dry_run, args.remove)
-    except OSError as exc:
-        raise CLIError(f"--root {root}: {exc.strerror or exc}") from None
-    except Exception as exc:
-        if node_mod.is_runtime_error(exc):
-            raise CLIError(f"--cri {args.cri}: {exc}") from None
-        raise
-    finally:
-        node_mod.close_runtime(runtime)
     report["removed"] = removed
     if args.dry_run:
         report["wouldRemove"] = list(args.remove)
@@ -156,7 +146,7 @@ def _prune(runtime: Any, root: str, dry_run: bool, to_remove: list[str]) -> dict
 
 
 def _print_text(report: dict[str, Any]) -> None:
-    from credprov.cli._kubelet_node import credential_kinds
+    from credprov.cli._kubelet_node import record_credential_kinds
 
     for r in report["removed"]:
         status = "removed" if r["error"] is None else f"not removed: {r['error']}"
@@ -167,8 +157,7 @@ def _print_text(report: dict[str, Any]) -> None:
     verb = "would prune" if report["dryRun"] else "pruned"
     print(f"{verb} {len(report['pruned'])} record(s), kept {len(report['kept'])}")
     for rec in report["pruned"]:
-        mapping = rec.get("credentialMapping") or {}
-        kinds = "; ".join(f"{k}: {credential_kinds(c)}" for k, c in mapping.items())
-        print(f"  {rec['imageRef']} (updated {rec['lastUpdatedTime']}) {kinds or 'no credentials'}")
+        kinds = record_credential_kinds(rec, "; ")
+        print(f"  {rec['imageRef']} (updated {rec['lastUpdatedTime']}) {kinds}")
     for message in report["recordErrors"]:
         print(f"  unreadable record: {message}")

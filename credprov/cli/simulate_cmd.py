@@ -24,8 +24,8 @@ from typing import Any
 
 from credprov.cli._kubelet_node import (
     KubeletNode,
-    credential_kinds,
     ensure_result_to_dict,
+    record_credential_kinds,
 )
 from credprov.cli.main import CLIError, add_common
 
@@ -692,9 +692,4 @@ def _print_text(
     if scenario.feature_gate:
         print(f"records at the end: {len(records)}")
         for rec in records:
-            mapping = rec.get("credentialMapping") or {}
-            kinds = (
-                ", ".join(f"{k}: {credential_kinds(c)}" for k, c in mapping.items())
-                or "no credentials"
-            )
-            print(f"  {rec['imageRef']}: {kinds}")
+            print(f"  {rec['imageRef']}: {record_credential_kinds(rec, ', ')}")

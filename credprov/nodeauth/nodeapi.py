@@ -110,7 +110,7 @@ class TokenIssuer:
         node: tuple[str, str] | None = None,
         expiration_seconds: int = DEFAULT_TOKEN_SECONDS,
     ) -> str:
-        """A signed token; ``pod`` and ``node`` are ``(name, uid)`` bindings."""
+        """The signed token of :meth:`issue_token`, alone."""
         return self.issue_token(
             namespace=namespace,
             service_account=service_account,
@@ -132,7 +132,8 @@ class TokenIssuer:
         node: tuple[str, str] | None = None,
         expiration_seconds: int = DEFAULT_TOKEN_SECONDS,
     ) -> IssuedToken:
-        """:meth:`issue`, with the expiry a TokenRequest's status reports."""
+        """A signed token, with the expiry a TokenRequest's status reports; ``pod`` and
+        ``node`` are ``(name, uid)`` bindings."""
         now = int(self._clock())
         k8s: dict[str, Any] = {
             "namespace": namespace,
@@ -404,13 +405,16 @@ class NodeAPI:
         audience: str,
         pod_name: str,
         pod_uid: str,
+        *,
+        cached: bool = True,
     ) -> str:
         """A token for the pod as the kubelet gets one: from its token manager, which sends
         a TokenRequest (:meth:`create_token`) only when it has no fresh token for exactly
-        this request.
+        this request. ``cached=False`` skips the token manager: every call is a request.
 
         Raises:
-            ServiceAccountError: ``failed to fetch token: <the API server's message>``.
+            ServiceAccountError: ``failed to fetch token: <the API server's message>``
+                (uncached: the API server's message alone).
         """
         from credprov.plugin.provider import ServiceAccountError
 
@@ -423,9 +427,11 @@ class NodeAPI:
             pod_uid=pod_uid,
         )
         try:
-            return self.token_manager.get(key)
+            return self.token_manager.get(key) if cached else self._request_token(key).token
         except TokenManagerError as exc:
             raise ServiceAccountError(str(exc)) from None
+        except APIError as exc:
+            raise ServiceAccountError(exc.message) from None
 
     def create_token(
         self,
@@ -436,27 +442,23 @@ class NodeAPI:
         pod_name: str,
         pod_uid: str,
     ) -> str:
-        """One ``POST serviceaccounts/<sa>/token`` as the kubelet sends it for a plugin
-        (no token cache: every call is a request).
+        """One ``POST serviceaccounts/<sa>/token`` as the kubelet sends it for a plugin,
+        with the arguments of :meth:`get_service_account_token` but no token cache: every
+        call is a request.
 
         Raises:
             ServiceAccountError: refused by the authorizer, NodeRestriction or the storage
                 checks, with the API server's message.
         """
-        from credprov.plugin.provider import ServiceAccountError
-
-        key = TokenRequestKey(
-            namespace=namespace,
-            service_account=service_account,
-            service_account_uid=service_account_uid,
-            audiences=(audience,),
-            pod_name=pod_name,
-            pod_uid=pod_uid,
+        return self.get_service_account_token(
+            namespace,
+            service_account,
+            service_account_uid,
+            audience,
+            pod_name,
+            pod_uid,
+            cached=False,
         )
-        try:
-            return self._request_token(key).token
-        except APIError as exc:
-            raise ServiceAccountError(exc.message) from None
 
     def _request_token(self, key: TokenRequestKey) -> IssuedToken:
         """The TokenRequest of ``key`` through authorization, admission and storage.
