@@ -1,4 +1,15 @@
-"""Fixtures of the end-to-end tests: a real private registry holding one tiny image."""
+"""Fixtures of the end-to-end tests, all on real processes bound to 127.0.0.1.
+
+* ``private_registry_image``: Debian's ``docker-registry`` (htpasswd) holding one tiny image,
+  for the skopeo and example-node tests;
+* ``auth_registry``, ``tls_registry``, ``anonymous_registry`` and ``registry_factory``:
+  registries for the CRI tests (plain HTTP with htpasswd, self-signed TLS, no auth, and
+  per-test ones that can rotate accounts or go down);
+* ``containerd`` and ``cri_runtime``: containerd with its CRI plugin in a private temporary
+  directory, and a :class:`credprov.runtime.cri.CRIRuntime` connected to it.
+
+Every fixture stops what it started, also when a test fails.
+"""
 
 from __future__ import annotations
 
