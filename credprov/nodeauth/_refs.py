@@ -1,42 +1,66 @@
-"""The API objects a pod or a persistent volume references: the edges of the Node graph.
+"""The API objects a pod or a persistent volume references (``pkg/api/v1/pod`` and friends).
 
 Pods and persistent volumes are JSON-like mappings (``core/v1``). A field is "set" when its
 key is present with a non-null value (a non-nil pointer in the typed Go object); empty
-names are skipped, and each object is reported once however often the pod names it (the
-newest upstream graph de-duplicates, so an edge is never counted twice).
+names are skipped. Two checks walk a pod for what it references, and share the walk here:
 
-* :func:`pod_references` mirrors what ``AddPod`` walks: ``spec.serviceAccountName``,
-  ``podutil.VisitPodSecretNames`` (pull secrets; ``envFrom``/``env`` of init, regular and
-  ephemeral containers; secret-bearing volumes), ``VisitPodConfigmapNames``, PVCs (including
-  generic ephemeral volumes, whose claim is ``<pod>-<volume>``) and ``resourceclaim.PodClaims``
+* :func:`pod_object_names` is ``podutil.VisitPodSecretNames`` and ``VisitPodConfigmapNames``
+  in one lazy pass: every non-empty secret and config map name, tagged with its resource,
+  each resource in upstream's order (pull secrets; ``envFrom``/``env`` of init, regular and
+  ephemeral containers; volumes, the first set source of each winning), repeats included.
+  One pass, not one per resource, because the graph needs both on every pod event.
+* :func:`pod_references` is what the Node authorizer's ``AddPod`` turns into graph edges:
+  ``spec.serviceAccountName``, the names above, PVCs (including generic
+  ephemeral volumes, whose claim is ``<pod>-<volume>``) and ``resourceclaim.PodClaims``
   (claims named in the spec, generated claims recorded in ``status.resourceClaimStatuses``,
-  and ``status.extendedResourceClaimStatus``).
+  and ``status.extendedResourceClaimStatus``), each object once however often the pod names
+  it (the newest upstream graph de-duplicates, so an edge is never counted twice).
+* :func:`api_object_reference` is ``podutil.HasAPIObjectReference``, NodeRestriction's
+  check that a mirror pod references nothing: the first kind of reference found, named as
+  upstream reports it, and an error for a volume type not known to be safe.
 * :func:`pv_secret_refs` mirrors ``VisitPVSecretNames`` keeping only the kubelet-visible
   secrets (CSI controller secrets are used by controllers, never by the kubelet).
 
-This is the hot path of graph building (50,000 pods), hence the plain loops.
+Graph building (50,000 pods) runs :func:`pod_references` once per pod event, hence the
+plain loops and the hand-inlined type checks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from credprov._gofmt import go_quote
+
 __all__ = [
+    "CONFIGMAPS",
     "MIRROR_POD_ANNOTATION",
+    "SECRETS",
     "PodRefs",
+    "UnknownVolumeError",
+    "api_object_reference",
     "is_mirror_pod",
+    "pod_object_names",
     "pod_references",
     "pv_claim_ref",
     "pv_secret_refs",
 ]
 
+#: The ``resource`` of a name from :func:`pod_object_names` (the plural resource names).
+SECRETS = "secrets"
+CONFIGMAPS = "configmaps"
+
 #: Pods created by a kubelet from a static manifest carry this annotation.
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 
 _EMPTY: Mapping[str, Any] = {}
-# dict first: objects decoded from JSON/YAML are dicts, and the ABC check is slow.
+# dict first: objects decoded from JSON/YAML are dicts, and the ABC check is slow (about
+# 300 ns, also for None: absent fields are tested with ``is None`` before it).
 _MAPS = (dict, Mapping)
+_SEQS = (list, tuple)
+
+# Upstream's AllContainers order.
+_CONTAINER_KEYS = ("initContainers", "containers", "ephemeralContainers")
 
 # VisitPodSecretNames' volume switch, in upstream order: the first set source wins.
 _SECRET_VOLUME_ORDER = (
@@ -56,7 +80,49 @@ _SECRET_VOLUME_ORDER = (
 _SECRET_REF_SOURCES = frozenset(
     {"cephfs", "cinder", "flexVolume", "rbd", "scaleIO", "iscsi", "storageos"}
 )
-_CONTAINER_KEYS = ("initContainers", "containers", "ephemeralContainers")
+
+# HasAPIObjectReference: volume sources that need no API object (upstream's list and order).
+_SELF_CONTAINED_VOLUMES = (
+    "awsElasticBlockStore",
+    "azureDisk",
+    "cephfs",
+    "cinder",
+    "downwardAPI",
+    "emptyDir",
+    "fc",
+    "flexVolume",
+    "flocker",
+    "gcePersistentDisk",
+    "gitRepo",
+    "hostPath",
+    "image",
+    "iscsi",
+    "nfs",
+    "photonPersistentDisk",
+    "portworxVolume",
+    "quobyte",
+    "rbd",
+    "scaleIO",
+    "storageos",
+    "vsphereVolume",
+)
+# HasAPIObjectReference: volume sources that reference an API object, as upstream names it.
+_REFERENCING_VOLUMES = (
+    ("configMap", "configmaps (via configmap volumes)"),
+    ("secret", "secrets (via secret volumes)"),
+    ("csi", "csidrivers (via CSI volumes)"),
+    ("glusterfs", "endpoints (via glusterFS volumes)"),
+    ("persistentVolumeClaim", "persistentvolumeclaims"),
+    ("ephemeral", "persistentvolumeclaims (via ephemeral volumes)"),
+    ("azureFile", "secrets (via azureFile volumes)"),
+)
+_REFERENCING_PROJECTIONS = (
+    ("configMap", "configmaps (via projected volumes)"),
+    ("secret", "secrets (via projected volumes)"),
+    ("serviceAccountToken", "serviceaccounts (via projected volumes)"),
+    ("clusterTrustBundle", "clustertrustbundles"),
+    ("podCertificate", "podcertificates"),
+)
 
 
 class PodRefs(NamedTuple):
@@ -69,19 +135,37 @@ class PodRefs(NamedTuple):
     resource_claims: tuple[str, ...]
 
 
+class UnknownVolumeError(ValueError):
+    """A volume or projected source of a type not known to be safe."""
+
+
 def _m(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, _MAPS) else _EMPTY
+    return value if value is not None and isinstance(value, _MAPS) else _EMPTY
 
 
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
+def _seq(value: Any) -> Sequence[Any]:
+    return value if isinstance(value, _SEQS) else ()
 
 
 def _name(ref: Any, key: str = "name") -> str:
-    if isinstance(ref, _MAPS):
+    """``ref[key]`` when ``ref`` is a mapping and the value a string, else ``""``."""
+    if ref is not None and isinstance(ref, _MAPS):
         name = ref.get(key)
         if isinstance(name, str):
             return name
+    return ""
+
+
+def _projections(volume: Mapping[str, Any]) -> Sequence[Any]:
+    """The ``sources`` of a projected volume (the caller checked ``projected`` is set)."""
+    return _seq(_m(volume["projected"]).get("sources"))
+
+
+def _first_set(obj: Mapping[str, Any], keys: Sequence[str]) -> str:
+    """The first of ``keys`` set in ``obj`` (upstream's ``switch`` over sources), or ``""``."""
+    for key in keys:
+        if obj.get(key) is not None:
+            return key
     return ""
 
 
@@ -91,82 +175,103 @@ def is_mirror_pod(pod: Mapping[str, Any]) -> bool:
     return MIRROR_POD_ANNOTATION in annotations
 
 
+def pod_object_names(pod: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """Each non-empty secret and config map name the pod references, as ``(resource, name)``.
+
+    ``VisitPodSecretNames`` and ``VisitPodConfigmapNames`` in one lazy pass (the graph needs
+    both on every pod event): ``resource`` is :data:`SECRETS` or :data:`CONFIGMAPS`, and the
+    names of one resource come in upstream's order, repeats included: pull secrets; per
+    container (init, regular, then ephemeral) ``envFrom`` then ``env``; then the volumes,
+    where only a volume's first set source in upstream's switch order names a secret and a
+    projected volume's sources shadow a ``configMap`` source. The two resources interleave
+    (a container's or volume's secret comes before its config map). Transitive references
+    (pod → PVC → PV → secret) are not followed. A caller that stops early walks no further.
+    """
+    spec = _m(pod.get("spec"))
+    for ref in _seq(spec.get("imagePullSecrets")):
+        if name := _name(ref):
+            yield SECRETS, name
+    for key in _CONTAINER_KEYS:
+        for container in _seq(spec.get(key)):
+            if not isinstance(container, _MAPS):
+                continue
+            for env_from in _seq(container.get("envFrom")):
+                if not isinstance(env_from, _MAPS):
+                    continue
+                if name := _name(env_from.get("secretRef")):
+                    yield SECRETS, name
+                if name := _name(env_from.get("configMapRef")):
+                    yield CONFIGMAPS, name
+            for env in _seq(container.get("env")):
+                # Most variables are literal values: skip them before any further lookup.
+                if not isinstance(env, _MAPS) or (value_from := env.get("valueFrom")) is None:
+                    continue
+                value_from = _m(value_from)
+                if name := _name(value_from.get("secretKeyRef")):
+                    yield SECRETS, name
+                if name := _name(value_from.get("configMapKeyRef")):
+                    yield CONFIGMAPS, name
+    for volume in _seq(spec.get("volumes")):
+        if not isinstance(volume, _MAPS):
+            continue
+        kind = _first_set(volume, _SECRET_VOLUME_ORDER)
+        if kind == "projected":
+            for projection in _projections(volume):
+                if name := _name(_m(projection).get("secret")):
+                    yield SECRETS, name
+        elif kind:
+            source = _m(volume[kind])
+            if kind in _SECRET_REF_SOURCES:
+                name = _name(source.get("secretRef"))
+            elif kind == "csi":
+                name = _name(source.get("nodePublishSecretRef"))
+            else:  # secret, azureFile
+                name = _name(source, "secretName")
+            if name:
+                yield SECRETS, name
+        if volume.get("projected") is not None:  # VisitPodConfigmapNames' own switch
+            for projection in _projections(volume):
+                if name := _name(_m(projection).get("configMap")):
+                    yield CONFIGMAPS, name
+        elif name := _name(volume.get("configMap")):
+            yield CONFIGMAPS, name
+
+
 def pod_references(pod: Mapping[str, Any]) -> PodRefs:
     """The service account, secrets, config maps, PVCs and resource claims of a pod."""
     meta = _m(pod.get("metadata"))
     spec = _m(pod.get("spec"))
+
     secrets: dict[str, None] = {}
     configmaps: dict[str, None] = {}
-    pvcs: dict[str, None] = {}
-    claims: dict[str, None] = {}
-
-    sa = spec.get("serviceAccountName")
-    service_account = sa if isinstance(sa, str) else ""
-
-    for ref in _list(spec.get("imagePullSecrets")):
-        name = _name(ref)
-        if name:
+    for resource, name in pod_object_names(pod):
+        if resource == SECRETS:
             secrets[name] = None
+        else:
+            configmaps[name] = None
 
-    for key in _CONTAINER_KEYS:
-        for container in _list(spec.get(key)):
-            if not isinstance(container, _MAPS):
-                continue
-            for env_from in _list(container.get("envFrom")):
-                if not isinstance(env_from, _MAPS):
-                    continue
-                ref = env_from.get("secretRef")
-                if ref is not None and (name := _name(ref)):
-                    secrets[name] = None
-                ref = env_from.get("configMapRef")
-                if ref is not None and (name := _name(ref)):
-                    configmaps[name] = None
-            for env in _list(container.get("env")):
-                if not isinstance(env, _MAPS):
-                    continue
-                value_from = env.get("valueFrom")
-                if not isinstance(value_from, _MAPS):
-                    continue
-                ref = value_from.get("secretKeyRef")
-                if ref is not None and (name := _name(ref)):
-                    secrets[name] = None
-                ref = value_from.get("configMapKeyRef")
-                if ref is not None and (name := _name(ref)):
-                    configmaps[name] = None
-
-    pod_name = meta.get("name") if isinstance(meta.get("name"), str) else ""
-    for volume in _list(spec.get("volumes")):
+    pvcs: dict[str, None] = {}
+    pod_name = _name(meta)
+    for volume in _seq(spec.get("volumes")):
         if not isinstance(volume, _MAPS):
             continue
-        _volume_secrets(volume, secrets)
-        # VisitPodConfigmapNames' own switch: projected first, then configMap.
-        projected = volume.get("projected")
-        if projected is not None:
-            for source in _list(_m(projected).get("sources")):
-                ref = _m(source).get("configMap")
-                if ref is not None and (name := _name(ref)):
-                    configmaps[name] = None
-        else:
-            ref = volume.get("configMap")
-            if ref is not None and (name := _name(ref)):
-                configmaps[name] = None
-        claim = volume.get("persistentVolumeClaim")
-        if claim is not None:
-            if name := _name(claim, "claimName"):
+        pvc = volume.get("persistentVolumeClaim")
+        if pvc is not None:
+            if name := _name(pvc, "claimName"):
                 pvcs[name] = None
         elif volume.get("ephemeral") is not None:
             volume_name = volume.get("name")
             if isinstance(volume_name, str):
                 pvcs[f"{pod_name}-{volume_name}"] = None
 
-    pod_claims = _list(spec.get("resourceClaims"))
+    claims: dict[str, None] = {}
+    pod_claims = _seq(spec.get("resourceClaims"))
     status = _m(pod.get("status"))
     if pod_claims:
         generated: dict[str, str] = {}
-        for entry in _list(status.get("resourceClaimStatuses")):
+        for entry in _seq(status.get("resourceClaimStatuses")):
             if isinstance(entry, _MAPS) and isinstance(entry.get("name"), str):
-                value = entry.get("resourceClaimName")
-                generated[entry["name"]] = value if isinstance(value, str) else ""
+                generated[entry["name"]] = _name(entry, "resourceClaimName")
         for claim in pod_claims:
             if not isinstance(claim, _MAPS):
                 continue
@@ -180,12 +285,11 @@ def pod_references(pod: Mapping[str, Any]) -> PodRefs:
                 name = generated.get(_name(claim), "")
                 if name:
                     claims[name] = None
-    extended = status.get("extendedResourceClaimStatus")
-    if extended is not None and (name := _name(extended, "resourceClaimName")):
+    if name := _name(status.get("extendedResourceClaimStatus"), "resourceClaimName"):
         claims[name] = None
 
     return PodRefs(
-        service_account,
+        _name(spec, "serviceAccountName"),
         tuple(secrets),
         tuple(configmaps),
         tuple(pvcs),
@@ -193,31 +297,49 @@ def pod_references(pod: Mapping[str, Any]) -> PodRefs:
     )
 
 
-def _volume_secrets(volume: Mapping[str, Any], out: dict[str, None]) -> None:
-    kind = ""
-    for key in _SECRET_VOLUME_ORDER:
-        if volume.get(key) is not None:
-            kind = key
-            break
-    if not kind:
-        return
-    source = _m(volume[kind])
-    if kind in _SECRET_REF_SOURCES:
-        ref = source.get("secretRef")
-        name = _name(ref) if ref is not None else ""
-    elif kind == "secret" or kind == "azureFile":
-        name = _name(source, "secretName")
-    elif kind == "csi":
-        ref = source.get("nodePublishSecretRef")
-        name = _name(ref) if ref is not None else ""
-    else:  # projected
-        for projection in _list(source.get("sources")):
-            ref = _m(projection).get("secret")
-            if ref is not None and (secret := _name(ref)):
-                out[secret] = None
-        return
-    if name:
-        out[name] = None
+def api_object_reference(pod: Mapping[str, Any]) -> str | None:
+    """The first kind of API object the pod references, or None (``HasAPIObjectReference``).
+
+    Upstream's order: the service account, any secret, any config map, any resource claim,
+    then each volume by type (so a secret volume without a ``secretName`` is still refused,
+    as ``secrets (via secret volumes)``). Volume types that need no API object are allowed.
+
+    Raises:
+        UnknownVolumeError: a volume or projected source of an unknown type, so that a new
+            volume type is refused until someone decides it is safe (the message is
+            upstream's, including its double space).
+    """
+    spec = _m(pod.get("spec"))
+    if _name(spec, "serviceAccountName"):
+        return "serviceaccounts"
+    configmaps = False
+    for resource, _ in pod_object_names(pod):
+        if resource == SECRETS:
+            return "secrets"  # any secret outranks config maps named earlier in the pod
+        configmaps = True
+    if configmaps:
+        return "configmaps"
+    if _seq(spec.get("resourceClaims")):
+        return "resourceclaims"
+    for raw in _seq(spec.get("volumes")):
+        volume = _m(raw)
+        if _first_set(volume, _SELF_CONTAINED_VOLUMES):
+            continue
+        for key, what in _REFERENCING_VOLUMES:
+            if volume.get(key) is not None:
+                return what
+        if volume.get("projected") is None:
+            raise UnknownVolumeError(f"unknown volume type for volume  {go_quote(_name(volume))}")
+        for raw_projection in _projections(volume):
+            projection = _m(raw_projection)
+            for key, what in _REFERENCING_PROJECTIONS:
+                if projection.get(key) is not None:
+                    return what
+            if projection.get("downwardAPI") is None:
+                raise UnknownVolumeError(
+                    f"unknown source for projected volume {go_quote(_name(volume))}"
+                )
+    return None
 
 
 def pv_claim_ref(pv: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -33,7 +33,7 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 from credprov._gofmt import go_quote
-from credprov.nodeauth import _labels, _podrefs, _semantic
+from credprov.nodeauth import _labels, _refs, _semantic
 from credprov.nodeauth._audience import aggregate, pod_references_audience
 from credprov.nodeauth._csitranslation import CSITranslator, InTreeCSITranslator
 from credprov.nodeauth._objects import Lookup, LookupFailed
@@ -43,6 +43,7 @@ from credprov.nodeauth._objects import s as _s
 from credprov.nodeauth._objects import seq as _seq
 from credprov.nodeauth._objects import spec as _spec
 from credprov.nodeauth._objects import status as _status
+from credprov.nodeauth._refs import MIRROR_POD_ANNOTATION, is_mirror_pod
 from credprov.nodeauth.types import Attributes, Decision, ObjectGetter
 
 __all__ = [
@@ -71,7 +72,6 @@ FEATURE_GATE_DEFAULTS: Mapping[str, bool] = MappingProxyType(
     }
 )
 
-MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 KUBELET_SERVING_SIGNER = "kubernetes.io/kubelet-serving"
 KUBE_APISERVER_CLIENT_KUBELET_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
@@ -309,7 +309,7 @@ class NodeRestriction:
         pod = self._typed(request, request.object, "Pod")
         meta = _meta(pod)
         q = go_quote(node)
-        if MIRROR_POD_ANNOTATION not in _m(meta.get("annotations")):
+        if not is_mirror_pod(pod):
             self._forbid(
                 request,
                 f"pod does not have {go_quote(MIRROR_POD_ANNOTATION)} annotation, node {q} "
@@ -355,8 +355,8 @@ class NodeRestriction:
             # Upstream's argument order: the owner's UID is "expected".
             self._forbid(request, f"node {node} UID mismatch: expected {owner_uid} got {node_uid}")
         try:
-            referenced = _podrefs.api_object_reference(pod)
-        except _podrefs.UnknownVolumeError as exc:
+            referenced = _refs.api_object_reference(pod)
+        except _refs.UnknownVolumeError as exc:
             self._forbid(request, f"error checking mirror pod for API references: {exc}")
         if referenced is not None:
             self._forbid(request, f"node {q} can not create pods that reference {referenced}")
@@ -605,7 +605,7 @@ class NodeRestriction:
                 f"pod {pod_key} is not running on node {go_quote(node_name)} named in the "
                 "PodCertificateRequest",
             )
-        if MIRROR_POD_ANNOTATION in _m(_meta(pod).get("annotations")):
+        if is_mirror_pod(pod):
             self._forbid(request, f"pod {pod_key} is a mirror pod")
         sa_name = _s(spec.get("serviceAccountName"))
         pod_sa = _s(_spec(pod).get("serviceAccountName"))
