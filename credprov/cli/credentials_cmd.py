@@ -230,7 +230,13 @@ def run(args: argparse.Namespace) -> int:
             elif p.get("skipped"):
                 status = f"skipped: {p['skipped']}"
             else:
-                how = "cached" if p["cached"] else "executed"
+                how = (
+                    "cached"
+                    if p["cached"]
+                    else "executed"
+                    if p["executed"]
+                    else "shared a concurrent run"
+                )
                 status = (
                     f"{how}, cacheKeyType={p['cacheKeyType']} cacheDuration={p['cacheDuration']}"
                 )

@@ -190,7 +190,7 @@ class PluginProvider:
         )
         result.executed = True
         try:
-            response, _shared = self._group.do(flight_key, lambda: self._exec(request))
+            response, joined = self._group.do(flight_key, lambda: self._exec(request))
         except PluginError as exc:
             result.error = str(exc)
             log.error(
@@ -198,6 +198,8 @@ class PluginProvider:
             )
             return result
 
+        # A caller that joined another caller's in-flight run did not execute the plugin.
+        result.executed = not joined
         echo_allowed = ta is not None and ta.cache_type == internal.TOKEN_CACHE_TYPE_TOKEN
         if token and not echo_allowed and any(a.password == token for a in response.auth.values()):
             result.error = (
