@@ -24,7 +24,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -35,7 +34,7 @@ from types import TracebackType
 
 import pytest
 
-from tests.e2e.registry import Registry, require_tools
+from tests.e2e.registry import Registry, require_tools, terminate
 
 #: The one error containerd logs on every start here: no CNI network config. It only
 #: matters for RunPodSandbox, which these tests never call.
@@ -169,15 +168,7 @@ class Containerd:
         """SIGTERM (a graceful stop takes well under a second), SIGKILL after 10 s, then
         remove the directory."""
         proc, self.process = self.process, None
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        terminate(proc, grace=10)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> Containerd:

@@ -205,6 +205,21 @@ def make_tls_cert(cert: Path, key: Path) -> None:
     )
 
 
+def terminate(proc: subprocess.Popen[bytes] | None, grace: float) -> None:
+    """Stop a server started in its own session: SIGTERM to its process group, SIGKILL
+    after ``grace`` seconds, and always reap it. Nothing to do when it already exited."""
+    if proc is None or proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 @dataclass
 class Registry:
     """A running registry; :meth:`stop` is idempotent."""
@@ -366,15 +381,7 @@ class Registry:
         """Stop the server but keep its files: clients now get "connection refused" on
         its port until :meth:`start_process`."""
         proc, self.process = self.process, None
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        terminate(proc, grace=5)
 
     @contextlib.contextmanager
     def down(self) -> Iterator[None]:
@@ -390,16 +397,7 @@ class Registry:
 
     def stop(self) -> None:
         """SIGTERM (the registry exits at once), SIGKILL if it lingers, remove the files."""
-        proc, self.process = self.process, None
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        self.stop_process()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
