@@ -99,28 +99,6 @@ class TokenIssuer:
         """The issuer's time (Unix seconds): what ``iat``/``exp`` are stamped with."""
         return self._clock()
 
-    def issue(
-        self,
-        *,
-        namespace: str,
-        service_account: str,
-        service_account_uid: str,
-        audiences: Sequence[str],
-        pod: tuple[str, str] | None = None,
-        node: tuple[str, str] | None = None,
-        expiration_seconds: int = DEFAULT_TOKEN_SECONDS,
-    ) -> str:
-        """The signed token of :meth:`issue_token`, alone."""
-        return self.issue_token(
-            namespace=namespace,
-            service_account=service_account,
-            service_account_uid=service_account_uid,
-            audiences=audiences,
-            pod=pod,
-            node=node,
-            expiration_seconds=expiration_seconds,
-        ).token
-
     def issue_token(
         self,
         *,

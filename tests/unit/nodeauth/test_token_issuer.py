@@ -10,14 +10,14 @@ from credprov.nodeauth.nodeapi import TokenIssuer
 def test_issue_and_verify_bound_token() -> None:
     now = [1_700_000_000.0]
     issuer = TokenIssuer(key=b"k" * 32, clock=lambda: now[0])
-    token = issuer.issue(
+    token = issuer.issue_token(
         namespace="team-a",
         service_account="builder",
         service_account_uid="sa-uid",
         audiences=["registry.example"],
         pod=("app", "pod-uid"),
         node=("n1", "node-uid"),
-    )
+    ).token
     claims = issuer.verify(token, audience="registry.example")
     assert claims["sub"] == "system:serviceaccount:team-a:builder"
     assert claims["aud"] == ["registry.example"]
@@ -36,8 +36,10 @@ def test_issue_and_verify_bound_token() -> None:
 
 
 def test_other_key_and_garbage_rejected() -> None:
-    token = TokenIssuer(key=b"a" * 32).issue(
-        namespace="n", service_account="s", service_account_uid="u", audiences=["x"]
+    token = (
+        TokenIssuer(key=b"a" * 32)
+        .issue_token(namespace="n", service_account="s", service_account_uid="u", audiences=["x"])
+        .token
     )
     with pytest.raises(ValueError, match="signature"):
         TokenIssuer(key=b"b" * 32).verify(token)
