@@ -13,7 +13,7 @@ import hashlib
 import os
 import stat
 import struct
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from credprov._gofmt import errno_text, go_quote, os_error
 from credprov.api import internal
@@ -36,12 +36,17 @@ class ConfigError(Exception):
     """A config the kubelet would refuse to start with; ``str()`` is the kubelet's text."""
 
 
-def parse_feature_gates(spec: str) -> dict[str, bool]:
-    """Parse ``Name=bool,Name=bool`` (the kubelet's ``--feature-gates`` form).
+def parse_feature_gates(spec: str, known: Collection[str] | None = None) -> dict[str, bool]:
+    """Parse ``Name=bool,Name=bool`` (component-base's ``--feature-gates`` form).
+
+    Args:
+        known: the gate names accepted (default: the kubelet's gates credprov reads).
 
     Raises:
         ConfigError: unknown gate or non-boolean value, with the component-base text.
     """
+    if known is None:
+        known = DEFAULT_FEATURE_GATES
     gates: dict[str, bool] = {}
     for item in spec.split(","):
         item = item.strip()
@@ -51,7 +56,7 @@ def parse_feature_gates(spec: str) -> dict[str, bool]:
         name = name.strip()
         if not sep:
             raise ConfigError(f"missing bool value for {name}")
-        if name not in DEFAULT_FEATURE_GATES:
+        if name not in known:
             raise ConfigError(f"unrecognized feature gate: {name}")
         lowered = value.strip()
         if lowered in ("1", "t", "T", "true", "TRUE", "True"):

@@ -148,30 +148,19 @@ def _gates_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_feature_gates(spec: str) -> dict[str, bool]:
-    """``Name=bool,...`` for the gates ``nodeauth`` reads (Go ``ParseBool`` values).
+    """``Name=bool,...`` for the API server gates ``nodeauth`` reads.
 
     Raises:
-        CLIError: an unknown gate or a value that is not a bool.
+        CLIError: an unknown gate or a value that is not a bool (component-base's text).
     """
+    from credprov.config import ConfigError
+    from credprov.config import parse_feature_gates as parse_gates
     from credprov.nodeauth.authorizer import FEATURE_GATE_DEFAULTS
 
-    known = {**FEATURE_GATE_DEFAULTS, **_AUDIT_GATES}
-    gates: dict[str, bool] = {}
-    for item in spec.split(","):
-        if not item.strip():
-            continue
-        name, sep, value = (part.strip() for part in item.partition("="))
-        if not sep:
-            raise CLIError(f"missing bool value for {name}")
-        if name not in known:
-            raise CLIError(f"unrecognized feature gate: {name}")
-        if value in ("1", "t", "T", "true", "TRUE", "True"):
-            gates[name] = True
-        elif value in ("0", "f", "F", "false", "FALSE", "False"):
-            gates[name] = False
-        else:
-            raise CLIError(f"invalid value of {name}={value}: want true or false")
-    return gates
+    try:
+        return parse_gates(spec, known={**FEATURE_GATE_DEFAULTS, **_AUDIT_GATES})
+    except ConfigError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def _load(path: str) -> Any:
