@@ -15,7 +15,19 @@ from typing import Any
 from credprov._gofmt import go_quote
 from credprov.nodeauth.types import ObjectGetter
 
-__all__ = ["Lookup", "LookupFailed", "m", "meta", "s", "seq", "spec", "status"]
+__all__ = [
+    "EMPTY",
+    "MAPPINGS",
+    "SEQUENCES",
+    "Lookup",
+    "LookupFailed",
+    "m",
+    "meta",
+    "s",
+    "seq",
+    "spec",
+    "status",
+]
 
 _LISTER_NAMES = {
     "pods": "pod",
@@ -27,14 +39,22 @@ _LISTER_NAMES = {
 }
 
 
+#: The empty value of a missing mapping (never mutated: callers get a ``Mapping``).
+EMPTY: Mapping[str, Any] = {}
+# dict first: objects decoded from JSON/YAML are dicts, and the ABC check is slow (about
+# 300 ns, also for None: absent fields are tested with ``is None`` before it).
+MAPPINGS = (dict, Mapping)
+SEQUENCES = (list, tuple)
+
+
 def m(value: Any) -> Mapping[str, Any]:
     """The value if it is a mapping, else an empty one."""
-    return value if isinstance(value, Mapping) else {}
+    return value if value is not None and isinstance(value, MAPPINGS) else EMPTY
 
 
 def seq(value: Any) -> Sequence[Any]:
-    """The value if it is a list, else an empty one."""
-    return value if isinstance(value, list | tuple) else ()
+    """The value if it is a list (or tuple), else an empty one."""
+    return value if isinstance(value, SEQUENCES) else ()
 
 
 def s(value: Any) -> str:

@@ -31,6 +31,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from credprov._gofmt import go_quote
+from credprov.nodeauth._objects import MAPPINGS
+from credprov.nodeauth._objects import m as _m
+from credprov.nodeauth._objects import seq as _seq
 
 __all__ = [
     "CONFIGMAPS",
@@ -53,11 +56,6 @@ CONFIGMAPS = "configmaps"
 #: Pods created by a kubelet from a static manifest carry this annotation.
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 
-_EMPTY: Mapping[str, Any] = {}
-# dict first: objects decoded from JSON/YAML are dicts, and the ABC check is slow (about
-# 300 ns, also for None: absent fields are tested with ``is None`` before it).
-_MAPS = (dict, Mapping)
-_SEQS = (list, tuple)
 
 # Upstream's AllContainers order.
 _CONTAINER_KEYS = ("initContainers", "containers", "ephemeralContainers")
@@ -139,17 +137,9 @@ class UnknownVolumeError(ValueError):
     """A volume or projected source of a type not known to be safe."""
 
 
-def _m(value: Any) -> Mapping[str, Any]:
-    return value if value is not None and isinstance(value, _MAPS) else _EMPTY
-
-
-def _seq(value: Any) -> Sequence[Any]:
-    return value if isinstance(value, _SEQS) else ()
-
-
 def _name(ref: Any, key: str = "name") -> str:
     """``ref[key]`` when ``ref`` is a mapping and the value a string, else ``""``."""
-    if ref is not None and isinstance(ref, _MAPS):
+    if ref is not None and isinstance(ref, MAPPINGS):
         name = ref.get(key)
         if isinstance(name, str):
             return name
@@ -193,10 +183,10 @@ def pod_object_names(pod: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
             yield SECRETS, name
     for key in _CONTAINER_KEYS:
         for container in _seq(spec.get(key)):
-            if not isinstance(container, _MAPS):
+            if not isinstance(container, MAPPINGS):
                 continue
             for env_from in _seq(container.get("envFrom")):
-                if not isinstance(env_from, _MAPS):
+                if not isinstance(env_from, MAPPINGS):
                     continue
                 if name := _name(env_from.get("secretRef")):
                     yield SECRETS, name
@@ -204,7 +194,7 @@ def pod_object_names(pod: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
                     yield CONFIGMAPS, name
             for env in _seq(container.get("env")):
                 # Most variables are literal values: skip them before any further lookup.
-                if not isinstance(env, _MAPS) or (value_from := env.get("valueFrom")) is None:
+                if not isinstance(env, MAPPINGS) or (value_from := env.get("valueFrom")) is None:
                     continue
                 value_from = _m(value_from)
                 if name := _name(value_from.get("secretKeyRef")):
@@ -212,7 +202,7 @@ def pod_object_names(pod: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
                 if name := _name(value_from.get("configMapKeyRef")):
                     yield CONFIGMAPS, name
     for volume in _seq(spec.get("volumes")):
-        if not isinstance(volume, _MAPS):
+        if not isinstance(volume, MAPPINGS):
             continue
         kind = _first_set(volume, _SECRET_VOLUME_ORDER)
         if kind == "projected":
@@ -253,7 +243,7 @@ def pod_references(pod: Mapping[str, Any]) -> PodRefs:
     pvcs: dict[str, None] = {}
     pod_name = _name(meta)
     for volume in _seq(spec.get("volumes")):
-        if not isinstance(volume, _MAPS):
+        if not isinstance(volume, MAPPINGS):
             continue
         pvc = volume.get("persistentVolumeClaim")
         if pvc is not None:
@@ -270,10 +260,10 @@ def pod_references(pod: Mapping[str, Any]) -> PodRefs:
     if pod_claims:
         generated: dict[str, str] = {}
         for entry in _seq(status.get("resourceClaimStatuses")):
-            if isinstance(entry, _MAPS) and isinstance(entry.get("name"), str):
+            if isinstance(entry, MAPPINGS) and isinstance(entry.get("name"), str):
                 generated[entry["name"]] = _name(entry, "resourceClaimName")
         for claim in pod_claims:
-            if not isinstance(claim, _MAPS):
+            if not isinstance(claim, MAPPINGS):
                 continue
             direct = claim.get("resourceClaimName")
             if direct is not None:
@@ -345,7 +335,7 @@ def api_object_reference(pod: Mapping[str, Any]) -> str | None:
 def pv_claim_ref(pv: Mapping[str, Any]) -> tuple[str, str] | None:
     """``(namespace, name)`` of the claim a PV is bound to, or None when unbound."""
     ref = _m(pv.get("spec")).get("claimRef")
-    if ref is None or not isinstance(ref, _MAPS):
+    if ref is None or not isinstance(ref, MAPPINGS):
         return None
     namespace = ref.get("namespace")
     name = ref.get("name")

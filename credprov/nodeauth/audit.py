@@ -29,6 +29,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from credprov.nodeauth import graph as g
+from credprov.nodeauth._objects import EMPTY as _EMPTY
+from credprov.nodeauth._objects import m as _m
+from credprov.nodeauth._objects import s as _str
 from credprov.nodeauth.authorizer import NodeAuthorizer
 from credprov.nodeauth.identity import NODE_USER_PREFIX, NODES_GROUP
 from credprov.nodeauth.types import Attributes, ObjectGetter
@@ -38,7 +41,6 @@ __all__ = ["AUDIENCE_VERB", "audit", "token_audiences"]
 #: The verb RBAC grants to let nodes request tokens for an audience no pod volume names.
 AUDIENCE_VERB = "request-serviceaccounts-token-audience"
 
-_EMPTY: Mapping[str, Any] = {}
 
 # Graph vertex type → (result key, resource for existence checks, namespaced).
 _SECTIONS: tuple[tuple[str, str, str, bool], ...] = (
@@ -53,16 +55,8 @@ _SECTIONS: tuple[tuple[str, str, str, bool], ...] = (
 )
 
 
-def _m(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else _EMPTY
-
-
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 class _Lister(ObjectGetter, Protocol):

@@ -33,6 +33,8 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
+from credprov.nodeauth._objects import m as _m
+from credprov.nodeauth._objects import s as _str
 from credprov.nodeauth._refs import (
     is_mirror_pod,
     pod_references,
@@ -75,16 +77,6 @@ POD_CERTIFICATE_REQUEST = "podcertificaterequest"
 #: Out-degree from which a vertex keeps a destination index ("experimentally determined to
 #: be the point at which iteration adds an order of magnitude to the authz check").
 DEFAULT_INDEX_THRESHOLD = 200
-
-_EMPTY: Mapping[str, Any] = {}
-
-
-def _m(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else _EMPTY
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def object_namespace(obj: Mapping[str, Any]) -> str:
