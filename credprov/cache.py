@@ -4,6 +4,13 @@ Mirrors ``pkg/credentialprovider/plugin/plugin.go``: an expiration store whose k
 ``cryptobyte`` length-prefixed (image, registry or ``<global>``, plus an optional
 service-account key), entries expire strictly after ``expires_at``, ``get`` drops an expired
 entry, and every 15 minutes a lookup purges all expired entries.
+
+Why not ``cachetools``: its ``TTLCache``/``TLRUCache`` evict by capacity and expire entries on
+every mutation, while the kubelet's store never evicts, keeps an expired entry until a
+lookup touches it or the 15-minute ``List`` purges it, and expires strictly *after*
+``expiresAt``; its caches are also not thread-safe. The store here is a dict under a lock,
+with one extra: a change counter (:class:`ChangeCounter`) that the provider set uses to
+know when a memoised merged answer is still exactly what a fresh lookup would return.
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ def _lp16(value: str) -> bytes:
 
 def generate_cache_key(base: str, service_account_cache_key: str = "") -> bytes:
     """``lp16(base) || lp16(saKey)``: e.g. ``b"\\x00\\x10test.registry.io\\x00\\x00"``."""
+    if not service_account_cache_key:
+        return _lp16(base) + b"\x00\x00"
     return _lp16(base) + _lp16(service_account_cache_key)
 
 
@@ -80,6 +89,24 @@ class CacheEntry:
     tracked: list[Any] = field(default_factory=list)
 
 
+class ChangeCounter:
+    """A number that grows whenever a cache it is attached to changes (add, delete, purge).
+
+    Several caches may share one. Reads are lock-free; a reader that saw value ``v`` before
+    looking into the caches knows nothing changed since if the value is still ``v``.
+    """
+
+    __slots__ = ("_lock", "value")
+
+    def __init__(self) -> None:
+        self.value = 0
+        self._lock = threading.Lock()
+
+    def bump(self) -> None:
+        with self._lock:
+            self.value += 1
+
+
 class ExpirationCache:
     """``cache.NewExpirationStore`` with the plugin's expiration policy; thread-safe."""
 
@@ -88,6 +115,38 @@ class ExpirationCache:
         self._entries: dict[bytes, CacheEntry] = {}
         self._lock = threading.Lock()
         self._last_purge = clock.now()
+        self.changes = ChangeCounter()
+
+    @property
+    def purge_due_after(self) -> int:
+        """The last instant at which a lookup does not purge yet."""
+        return self._last_purge + CACHE_PURGE_INTERVAL
+
+    def lookup(self, keys: tuple[bytes, ...]) -> CacheEntry | None:
+        """The purge check, then ``get`` of each key in turn: the first live entry.
+
+        One lock and one clock reading for the kubelet's purge-then-three-probes sequence.
+        """
+        now = self._clock.now()
+        with self._lock:
+            if now > self._last_purge + CACHE_PURGE_INTERVAL:
+                self._purge(now)
+            entries = self._entries
+            for key in keys:
+                entry = entries.get(key)
+                if entry is None:
+                    continue
+                if now > entry.expires_at:
+                    del entries[key]
+                    self.changes.bump()
+                    continue
+                return entry
+            return None
+
+    def _purge(self, now: int) -> None:
+        self._entries = {k: e for k, e in self._entries.items() if not self._expired(e, now)}
+        self._last_purge = now
+        self.changes.bump()
 
     def _expired(self, entry: CacheEntry, now: int) -> bool:
         return now > entry.expires_at
@@ -100,12 +159,14 @@ class ExpirationCache:
                 return None
             if self._expired(entry, now):
                 del self._entries[key]
+                self.changes.bump()
                 return None
             return entry
 
     def add(self, entry: CacheEntry) -> None:
         with self._lock:
             self._entries[entry.key] = entry
+            self.changes.bump()
 
     def maybe_purge(self) -> bool:
         """Purge expired entries if 15 minutes passed since the last purge."""
@@ -113,8 +174,7 @@ class ExpirationCache:
         with self._lock:
             if now <= self._last_purge + CACHE_PURGE_INTERVAL:
                 return False
-            self._entries = {k: e for k, e in self._entries.items() if not self._expired(e, now)}
-            self._last_purge = now
+            self._purge(now)
             return True
 
     def __len__(self) -> int:

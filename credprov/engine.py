@@ -69,8 +69,11 @@ class Engine:
             resolution.error = f"couldn't parse image name {go_quote(image)}: {exc}"
             return resolution
         resolution.repo = repo
-        secret_keyring = make_pull_secret_keyring(pull_secrets)
-        creds = secret_keyring.lookup(repo) + self.node_keyring.lookup(repo)
+        if isinstance(pull_secrets, (tuple, list)) and not pull_secrets:
+            creds = self.node_keyring.lookup(repo)  # no pull secrets: an empty keyring
+        else:
+            creds = make_pull_secret_keyring(pull_secrets).lookup(repo)
+            creds += self.node_keyring.lookup(repo)
         if self.providers is not None:
             plugin_creds, results = self.providers.lookup(repo, pod)
             creds += plugin_creds

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from credprov.images import is_default_registry_match
-from credprov.matching import urls_match_str
+from credprov.matching import host_match_paths, split_plain_target, urls_match_str
 
 DOCKER_CONFIG_JSON_TYPE = "kubernetes.io/dockerconfigjson"
 DOCKER_CONFIG_JSON_KEY = ".dockerconfigjson"
@@ -193,6 +193,9 @@ class DockerKeyring:
     def __init__(self) -> None:
         self._index: list[str] = []  # deduplicated, reverse bytewise order
         self._creds: dict[str, list[TrackedAuthConfig]] = {}
+        # authority -> ((key path, key), ...) of the keys whose host part matches it, in
+        # index order (see matching.split_plain_target); rebuilt when keys are added.
+        self._by_host: dict[str, tuple[tuple[str, str], ...]] = {}
 
     def add(
         self,
@@ -229,13 +232,32 @@ class DockerKeyring:
                 key=lambda k: k.encode("utf-8", "surrogateescape"),
                 reverse=True,
             )
+            self._by_host = {}
 
     def lookup(self, image: str) -> list[TrackedAuthConfig]:
         """Every credential whose key matches ``image``, in the kubelet's order."""
         found: list[TrackedAuthConfig] = []
-        for key in self._index:
-            if urls_match_str(key, image):
-                found.extend(self._creds[key])
+        # _by_host before _index: add_tracked assigns them in the other order, so a memo
+        # read here never holds candidates of an older index.
+        by_host = self._by_host
+        index = self._index
+        split = split_plain_target(image) if index else None
+        if split is not None:
+            host, path = split
+            candidates = by_host.get(host)
+            if candidates is None:
+                candidates = _host_candidates(index, host)
+                if len(by_host) >= _HOST_MEMO_SIZE:
+                    by_host = self._by_host = {}
+                by_host[host] = candidates
+            creds = self._creds
+            for prefix, key in candidates:
+                if path.startswith(prefix):
+                    found.extend(creds[key])
+        else:
+            for key in index:
+                if urls_match_str(key, image):
+                    found.extend(self._creds[key])
         if found:
             return found
         if is_default_registry_match(image):
@@ -247,6 +269,18 @@ class DockerKeyring:
 
     def __len__(self) -> int:
         return len(self._index)
+
+
+_HOST_MEMO_SIZE = 4096
+
+
+def _host_candidates(index: list[str], host: str) -> tuple[tuple[str, str], ...]:
+    out = []
+    for key in index:
+        paths = host_match_paths((key,), host)
+        if paths:
+            out.append((paths[0], key))
+    return tuple(out)
 
 
 class UnionDockerKeyring:

@@ -35,7 +35,9 @@ __all__ = [
     "MatchPatternError",
     "explain_match",
     "filepath_match",
+    "host_match_paths",
     "parse_schemeless_url",
+    "split_plain_target",
     "split_url",
     "urls_match",
     "urls_match_str",
@@ -390,6 +392,54 @@ def urls_match_str(glob: str, target: str) -> bool:
     except MatchPatternError:
         return False
     return True
+
+
+# Characters that make Go's url.Parse treat a target other than "authority, then a verbatim
+# path": a fragment, a query, an escape, spaces, controls and anything non-ASCII.
+_NOT_PLAIN = re.compile(r"[^\x21-\x7e]|[#%?]")
+
+
+def split_plain_target(target: str) -> tuple[str, str] | None:
+    """``(authority, path)`` of a target whose parse is plain, else None.
+
+    For such a target ``url.Parse("https://" + target)`` reads everything up to the first
+    ``/`` as the authority and the rest, verbatim, as the path. So ``urls_match_str(glob,
+    target)`` is ``host_match_paths((glob,), authority)`` holding a prefix of the path: the
+    host part of a match can be worked out once per registry instead of once per image.
+    Every normalised image name (``parse_image_name``) is plain.
+    """
+    if _NOT_PLAIN.search(target) is not None:
+        return None
+    slash = target.find("/")
+    if slash < 0:
+        return target, ""
+    return target[:slash], target[slash:]
+
+
+def host_match_paths(globs: tuple[str, ...] | list[str], authority: str) -> tuple[str, ...]:
+    """The paths of the ``globs`` whose host and port match ``authority``, in order.
+
+    ``urls_match_str(glob, target)`` for a plain target (see :func:`split_plain_target`)
+    is true exactly when the glob's path is in this tuple and is a prefix of the target's
+    path (``""`` is a prefix of everything). Parse errors and bad patterns never match.
+    """
+    t = _parsed(authority)
+    if t.url is None:
+        return ()
+    out = []
+    for glob in globs:
+        g = _parsed(glob)
+        if g.url is None or g.port != t.port or len(g.labels) != len(t.parts):
+            continue
+        try:
+            if all(
+                label.pattern == part if label.literal else label.match(part)
+                for label, part in zip(g.labels, t.parts, strict=True)
+            ):
+                out.append(g.path)
+        except MatchPatternError:
+            continue
+    return tuple(out)
 
 
 def explain_match(glob: str, target: str) -> MatchExplanation:

@@ -40,7 +40,7 @@ from credprov.keyring import (
     TrackedAuthConfig,
     tracked_auth_configs,
 )
-from credprov.matching import urls_match_str
+from credprov.matching import host_match_paths, split_plain_target, urls_match_str
 from credprov.plugin.exec import ExecPlugin, PluginError
 from credprov.singleflight import Group
 
@@ -122,15 +122,34 @@ class PluginProvider:
         self.get_service_account_token = get_service_account_token
         self.executions = 0
         self._executions_lock = threading.Lock()
+        # authority -> paths of the matchImages whose host part matches it (see
+        # matching.split_plain_target): matching is worked out once per registry.
+        self._host_paths: dict[str, tuple[str, ...]] = {}
 
     def is_image_allowed(self, image: str) -> bool:
-        return _image_allowed(self.provider.match_images, image)
+        split = split_plain_target(image)
+        if split is None:
+            return _image_allowed(self.provider.match_images, image)
+        host, path = split
+        paths = self._host_paths.get(host)
+        if paths is None:
+            paths = host_match_paths(self.provider.match_images, host)
+            if len(self._host_paths) >= _HOST_MEMO_SIZE:
+                self._host_paths = {}
+            self._host_paths[host] = paths
+        return any(path.startswith(prefix) for prefix in paths)
 
     def provide(self, image: str, pod: PodInfo | None = None) -> ProvideResult:
         """Credentials for ``image`` (already normalised by ``parse_image_name``)."""
+        return self.provide_entry(image, pod)[0]
+
+    def provide_entry(
+        self, image: str, pod: PodInfo | None = None
+    ) -> tuple[ProvideResult, CacheEntry | None]:
+        """``provide``, plus the cache entry that answered (None unless a cache hit)."""
         result = ProvideResult(name=self.name)
         if not self.is_image_allowed(image):
-            return result
+            return result, None
         result.matched = True
         pod = pod or PodInfo()
 
@@ -144,18 +163,18 @@ class PluginProvider:
                 if ta.require_service_account:
                     result.skipped = "provider requires a service account and the pod has none"
                     log.debug("%s: %s", self.name, result.skipped)
-                    return result
+                    return result, None
             else:
                 try:
                     token, annotations, coords = self._service_account(pod, ta)
                 except MissingAnnotationError as exc:
                     result.skipped = str(exc)
                     log.debug("%s: %s", self.name, exc)
-                    return result
+                    return result, None
                 except ServiceAccountError as exc:
                     result.error = str(exc)
                     log.error("%s: %s", self.name, exc)
-                    return result
+                    return result, None
                 token_hash = _token_hash(token)
                 try:
                     sa_cache_key = generate_service_account_cache_key(
@@ -169,21 +188,21 @@ class PluginProvider:
                     flight_key = generate_single_flight_key(image, token_hash, annotations)
                 except CacheKeyError as exc:
                     result.error = f"error generating cache key: {exc}"
-                    return result
+                    return result, None
                 result.service_account = coords
 
         try:
             entry = self._cached(image, sa_cache_key)
         except CacheKeyError as exc:
             result.error = f"error generating cache key: {exc}"
-            return result
+            return result, None
         if entry is not None:
             result.cached = True
             result.auth = dict(entry.credentials)
             result.credentials = list(entry.tracked)
             result.cache_key_type = entry.cache_key_type
             result.cache_duration = entry.cache_duration
-            return result
+            return result, entry
 
         request = internal.CredentialProviderRequest(
             image=image, service_account_token=token, service_account_annotations=annotations
@@ -196,7 +215,7 @@ class PluginProvider:
             log.error(
                 "Failed getting credential from external registry credential provider: %s", exc
             )
-            return result
+            return result, None
 
         # A caller that joined another caller's in-flight run did not execute the plugin.
         result.executed = not joined
@@ -207,7 +226,7 @@ class PluginProvider:
                 "password, which is not allowed when cacheType is not Token"
             )
             log.error("%s: %s", self.name, result.error)
-            return result
+            return result, None
 
         key_type = response.cache_key_type
         if key_type == internal.CACHE_KEY_IMAGE:
@@ -222,7 +241,7 @@ class PluginProvider:
                 + go_quote(key_type)
             )
             log.error("%s", result.error)
-            return result
+            return result, None
         result.cache_key_type = key_type
         result.auth = dict(response.auth)
         source = (
@@ -236,16 +255,16 @@ class PluginProvider:
             duration = self.provider.default_cache_duration or 0
         result.cache_duration = duration
         if response.cache_duration is not None and response.cache_duration == 0:
-            return result
+            return result, None
         if duration == 0:
-            return result
+            return result, None
         try:
             key = generate_cache_key(base, sa_cache_key)
         except CacheKeyError as exc:
             result.error = f"error generating cache key: {exc}"
             result.auth = {}
             result.credentials = []
-            return result
+            return result, None
         self.cache.add(
             CacheEntry(
                 key=key,
@@ -256,7 +275,7 @@ class PluginProvider:
                 tracked=result.credentials,
             )
         )
-        return result
+        return result, None
 
     def _exec(
         self, request: internal.CredentialProviderRequest
@@ -266,12 +285,27 @@ class PluginProvider:
         return self.plugin.exec(request)
 
     def _cached(self, image: str, sa_cache_key: str) -> CacheEntry | None:
-        self.cache.maybe_purge()
-        for base in (image, parse_registry(image), GLOBAL_CACHE_KEY):
-            entry = self.cache.get(generate_cache_key(base, sa_cache_key))
-            if entry is not None:
-                return entry
-        return None
+        # Purge if due, then probe image, registry, <global>: one lock for all four steps.
+        try:
+            if sa_cache_key:
+                keys = (
+                    generate_cache_key(image, sa_cache_key),
+                    generate_cache_key(parse_registry(image), sa_cache_key),
+                    generate_cache_key(GLOBAL_CACHE_KEY, sa_cache_key),
+                )
+            else:
+                registry = parse_registry(image)
+                registry_key = _REGISTRY_KEYS.get(registry)
+                if registry_key is None:
+                    registry_key = generate_cache_key(registry)
+                    if len(_REGISTRY_KEYS) >= _HOST_MEMO_SIZE:
+                        _REGISTRY_KEYS.clear()
+                    _REGISTRY_KEYS[registry] = registry_key
+                keys = (generate_cache_key(image), registry_key, _GLOBAL_KEY)
+        except CacheKeyError:
+            self.cache.maybe_purge()  # the kubelet purges before it builds the first key
+            raise
+        return self.cache.lookup(keys)
 
     def _service_account(
         self, pod: PodInfo, ta: internal.ServiceAccountTokenAttributes
@@ -306,9 +340,14 @@ class PluginProvider:
         return token, annotations, coords
 
 
-@functools.lru_cache(maxsize=16384)
+_HOST_MEMO_SIZE = 4096
+_GLOBAL_KEY = generate_cache_key(GLOBAL_CACHE_KEY)
+_REGISTRY_KEYS: dict[str, bytes] = {}  # registry -> generate_cache_key(registry)
+
+
+@functools.lru_cache(maxsize=1024)
 def _image_allowed(match_images: tuple[str, ...], image: str) -> bool:
-    # Pure in its arguments and asked on every lookup, often for the same images.
+    # The cold path, for targets that are not plain (never a normalised image name).
     return any(urls_match_str(m, image) for m in match_images)
 
 

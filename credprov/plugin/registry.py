@@ -4,14 +4,24 @@ Mirrors ``RegisterCredentialProviderPlugins`` (the bin dir must exist, the confi
 validated and its hash recorded, then every provider's executable is looked up in config
 order) and the external credential provider keyring of ``plugins.go`` (every matching
 provider is asked, in config order, and the answers are merged into one fresh keyring).
+
+A cache hit is the hot path (every pull of an image whose credentials are cached), so
+``lookup`` memoises its merged answer per image when every provider either did not match
+or answered from its cache. A memoised answer is used only while it is exactly what a fresh
+lookup would return: no provider cache changed since (every add, expiry deletion and purge
+bumps one shared :class:`~credprov.cache.ChangeCounter`), none of the entries it came from
+has expired, and no provider's 15-minute purge has fallen due (all three against the same
+clock the providers use). Providers with ``tokenAttributes`` depend on the pod and its
+service account, so a provider set with one is never memoised.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from credprov.api import internal
+from credprov.cache import ChangeCounter
 from credprov.clock import Clock, RealClock
 from credprov.config import (
     SERVICE_ACCOUNT_TOKEN_GATE,
@@ -41,6 +51,27 @@ class CredentialProviders:
     config_hash: str
     providers: list[PluginProvider]
     metrics: Metrics
+    # image -> (change count, valid until, credentials, results); see the module docstring.
+    _memo: dict[str, tuple[int, int, list[TrackedAuthConfig], list[ProvideResult]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _changes: ChangeCounter | None = field(default=None, init=False, repr=False, compare=False)
+    _memo_for: tuple[PluginProvider, ...] = field(default=(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._setup_memo()
+
+    def _setup_memo(self) -> None:
+        self._memo = {}
+        self._memo_for = tuple(self.providers)
+        self._changes = None
+        clocks = {id(p.clock) for p in self.providers}
+        if len(clocks) > 1 or any(p.token_attributes is not None for p in self.providers):
+            return
+        changes = ChangeCounter()
+        for provider in self.providers:
+            provider.cache.changes = changes
+        self._changes = changes
 
     def lookup(
         self, image: str, pod: PodInfo | None = None
@@ -51,6 +82,53 @@ class CredentialProviders:
         keyring order: matching keys in reverse order, and for the same key the earlier
         provider first.
         """
+        providers = self.providers
+        if len(providers) != len(self._memo_for) or any(
+            a is not b for a, b in zip(providers, self._memo_for, strict=True)
+        ):
+            self._setup_memo()  # the list was changed after construction
+        changes = self._changes
+        if changes is None or not providers:
+            return self._lookup(image, pod)
+        clock = providers[0].clock
+        memo = self._memo.get(image)
+        if memo is not None and memo[0] == changes.value and clock.now() <= memo[1]:
+            return list(memo[2]), [_copy_result(r) for r in memo[3]]
+        seen = changes.value
+        keyring = DockerKeyring()
+        results = []
+        valid_until: int | None = None
+        memoisable = True
+        for provider in providers:
+            res, entry = provider.provide_entry(image, pod)
+            results.append(res)
+            if res.credentials:
+                keyring.add_tracked(res.credentials)
+            if entry is not None:
+                due = min(entry.expires_at, provider.cache.purge_due_after)
+            elif res.matched:
+                memoisable = False
+                continue
+            else:
+                continue  # not matched: the provider's cache is not even looked at
+            valid_until = due if valid_until is None else min(valid_until, due)
+        creds = keyring.lookup(image)
+        if valid_until is None:
+            valid_until = _FOREVER
+        if memoisable and changes.value == seen:
+            if len(self._memo) >= _MEMO_SIZE:
+                self._memo = {}
+            self._memo[image] = (
+                seen,
+                valid_until,
+                list(creds),
+                [_copy_result(r) for r in results],
+            )
+        return creds, results
+
+    def _lookup(
+        self, image: str, pod: PodInfo | None
+    ) -> tuple[list[TrackedAuthConfig], list[ProvideResult]]:
         keyring = DockerKeyring()
         results = []
         for provider in self.providers:
@@ -62,6 +140,20 @@ class CredentialProviders:
 
     def executions(self) -> dict[str, int]:
         return {p.name: p.executions for p in self.providers}
+
+
+_MEMO_SIZE = 16384
+_FOREVER = 1 << 126
+
+
+def _copy_result(result: ProvideResult) -> ProvideResult:
+    """A copy whose containers are the caller's own, as a fresh ``provide`` returns."""
+    copy = object.__new__(ProvideResult)
+    state = result.__dict__.copy()
+    state["auth"] = state["auth"].copy()
+    state["credentials"] = state["credentials"][:]
+    copy.__dict__ = state
+    return copy
 
 
 def register_credential_provider_plugins(

@@ -1,0 +1,137 @@
+"""CLI start-up benchmark: warm wall time of the commands operators and node tools run.
+
+Interleaved rounds (each command once per round, medians), all warm (bytecode written by an
+untimed first run), with the project's interpreter, measured against ``python -I -c pass``:
+
+- ``credprov get-credentials IMAGE --config config/... --bin-dir config/bin`` (runs the
+  example plugin once); target ≤ 4× floor;
+- ``credprov config validate config/credential-provider-config.yaml``; target ≤ 3×;
+- ``credprov explain IMAGE --config config/...``; target ≤ 3×;
+- ``docker-credential-credprov get`` with the server URL on stdin (what skopeo and podman run
+  once per registry); target ≤ 4×;
+- ``config/bin/example-credential-provider`` alone, for scale.
+
+The commands run through the virtualenv's console scripts, as users run them. Usage:
+``.venv/bin/python benchmarks/bench_cli.py [--rounds N] [--quick] [--json FILE]``.
+Always exits 0; prints ``UNEXPECTED`` beside a missed target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CONFIG = REPO / "config" / "credential-provider-config.yaml"
+BIN_DIR = REPO / "config" / "bin"
+IMAGE = "registry.example.com/team/app:v1"
+API = "credentialprovider.kubelet.k8s.io/v1"
+
+
+def _time(cmd: list[str], env: dict[str, str], stdin: bytes) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, input=stdin, env=env, cwd=REPO, capture_output=True, check=False)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[:3]} exited {proc.returncode}: {proc.stderr.decode()[-300:]}")
+    return elapsed
+
+
+def commands() -> dict[str, tuple[list[str], dict[str, str], bytes, float | None]]:
+    """name -> (argv, env, stdin, target ratio to the floor or None)."""
+    scripts = Path(sys.executable).parent
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    helper_env = dict(
+        env,
+        CREDPROV_PROVIDER_CONFIG=str(CONFIG),
+        CREDPROV_PROVIDER_BIN_DIR=str(BIN_DIR),
+    )
+    request = json.dumps({"kind": "CredentialProviderRequest", "apiVersion": API, "image": IMAGE})
+    credprov = str(scripts / "credprov")
+    return {
+        "python -I -c pass (floor)": ([sys.executable, "-I", "-c", "pass"], env, b"", None),
+        "credprov get-credentials": (
+            [
+                credprov,
+                "get-credentials",
+                IMAGE,
+                "--config",
+                str(CONFIG),
+                "--bin-dir",
+                str(BIN_DIR),
+            ],
+            env,
+            b"",
+            4.0,
+        ),
+        "credprov config validate": (
+            [credprov, "config", "validate", str(CONFIG)],
+            env,
+            b"",
+            3.0,
+        ),
+        "credprov explain": ([credprov, "explain", IMAGE, "--config", str(CONFIG)], env, b"", 3.0),
+        "docker-credential-credprov get": (
+            [str(scripts / "docker-credential-credprov"), "get"],
+            helper_env,
+            b"registry.example.com\n",
+            4.0,
+        ),
+        "example plugin alone": (
+            [str(BIN_DIR / "example-credential-provider")],
+            dict(env, EXAMPLE_USERNAME="robot", EXAMPLE_PASSWORD="x"),
+            request.encode(),
+            None,
+        ),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--quick", action="store_true", help="5 rounds")
+    parser.add_argument("--json", metavar="FILE")
+    args = parser.parse_args(argv)
+    rounds = 5 if args.quick else args.rounds
+
+    cmds = commands()
+    samples: dict[str, list[float]] = {name: [] for name in cmds}
+    errors: dict[str, str] = {}
+    for name, (cmd, env, stdin, _) in cmds.items():
+        try:
+            _time(cmd, env, stdin)  # untimed: bytecode and page cache warm
+        except Exception as exc:  # a benchmark reports, it never fails the build
+            errors[name] = f"{type(exc).__name__}: {exc}"
+    for _ in range(rounds):
+        for name, (cmd, env, stdin, _) in cmds.items():
+            if name not in errors:
+                samples[name].append(_time(cmd, env, stdin))
+
+    floor = statistics.median(samples["python -I -c pass (floor)"])
+    print(f"CLI start-up, warm, median of {rounds} interleaved rounds (ratios to the floor)")
+    result: dict[str, object] = {"rounds": rounds, "samples_s": samples, "errors": errors}
+    for name, (_, _, _, target) in cmds.items():
+        if name in errors:
+            print(f"  {name:<32} ERROR {errors[name]}")
+            continue
+        values = samples[name]
+        med = statistics.median(values)
+        spread = (max(values) - min(values)) * 1000
+        r = med / floor
+        verdict = ""
+        if target is not None:
+            verdict = f"  (target <= {target:.0f}x)" + ("" if r <= target else "  UNEXPECTED")
+        print(f"  {name:<32} {med * 1000:7.1f} ms  (spread {spread:5.1f} ms)  {r:5.2f}x{verdict}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
