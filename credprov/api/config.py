@@ -7,9 +7,8 @@ in the older two. There is no defaulting. :func:`decode_config` returns the inte
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
+import functools
+from typing import Any, ClassVar
 
 from credprov._gofmt import go_quote
 from credprov.api import internal
@@ -30,8 +29,6 @@ from credprov.api._decode import (
 )
 from credprov.durations import DurationError, format_duration, parse_duration
 
-_STRICT = ConfigDict(extra="forbid", strict=True, populate_by_name=False, frozen=True)
-
 # Kinds the kubelet's scheme registers per kubelet.config.k8s.io version: decoding one of
 # them as a provider config is "wrong Kind", anything else is "not registered".
 _REGISTERED_KINDS = {
@@ -51,64 +48,98 @@ _EXEC_KINDS = {"CredentialProviderRequest", "CredentialProviderResponse"}
 SCHEME_NAME = "pkg/credentialprovider/plugin/plugin.go:69"
 
 
-class ExecEnvVar(BaseModel):
-    model_config = _STRICT
-    name: str | None = None
-    value: str | None = None
-
-
-class ServiceAccountTokenAttributes(BaseModel):
-    model_config = _STRICT
-    service_account_token_audience: str | None = Field(None, alias="serviceAccountTokenAudience")
-    cache_type: str | None = Field(None, alias="cacheType")
-    require_service_account: bool | None = Field(None, alias="requireServiceAccount")
-    required_service_account_annotation_keys: list[str] | None = Field(
-        None, alias="requiredServiceAccountAnnotationKeys"
+#: The pydantic models of the wire types, by name, built on first use (importing pydantic
+#: and building the models costs about 100 ms, which the CLI and the engine must not pay
+#: on every start): ``credprov.api.config.CredentialProviderConfigV1`` etc. still work.
+#: Decoding does not need them: ``decode_typed`` already applies the kubelet's strict
+#: decoding with its exact errors, and :func:`decode_config` builds the internal form from
+#: its output. ``validate_with_models`` runs the models over the same data (tests check
+#: that both agree).
+_MODEL_NAMES = frozenset(
+    (
+        "ExecEnvVar",
+        "ServiceAccountTokenAttributes",
+        "CredentialProviderV1beta1",
+        "CredentialProviderV1",
+        "CredentialProviderConfigV1alpha1",
+        "CredentialProviderConfigV1beta1",
+        "CredentialProviderConfigV1",
+        "_MODELS",
     )
-    optional_service_account_annotation_keys: list[str] | None = Field(
-        None, alias="optionalServiceAccountAnnotationKeys"
-    )
+)
 
 
-class CredentialProviderV1beta1(BaseModel):
-    """A provider in v1alpha1 and v1beta1 (no ``tokenAttributes``)."""
+@functools.cache
+def _models() -> dict[str, Any]:
+    from pydantic import BaseModel, ConfigDict, Field
 
-    model_config = _STRICT
-    name: str | None = None
-    match_images: list[str] | None = Field(None, alias="matchImages")
-    default_cache_duration: str | None = Field(None, alias="defaultCacheDuration")
-    api_version: str | None = Field(None, alias="apiVersion")
-    args: list[str] | None = None
-    env: list[ExecEnvVar] | None = None
+    _STRICT = ConfigDict(extra="forbid", strict=True, populate_by_name=False, frozen=True)
+
+    class ExecEnvVar(BaseModel):
+        model_config = _STRICT
+        name: str | None = None
+        value: str | None = None
+
+    class ServiceAccountTokenAttributes(BaseModel):
+        model_config = _STRICT
+        service_account_token_audience: str | None = Field(
+            None, alias="serviceAccountTokenAudience"
+        )
+        cache_type: str | None = Field(None, alias="cacheType")
+        require_service_account: bool | None = Field(None, alias="requireServiceAccount")
+        required_service_account_annotation_keys: list[str] | None = Field(
+            None, alias="requiredServiceAccountAnnotationKeys"
+        )
+        optional_service_account_annotation_keys: list[str] | None = Field(
+            None, alias="optionalServiceAccountAnnotationKeys"
+        )
+
+    class CredentialProviderV1beta1(BaseModel):
+        """A provider in v1alpha1 and v1beta1 (no ``tokenAttributes``)."""
+
+        model_config = _STRICT
+        name: str | None = None
+        match_images: list[str] | None = Field(None, alias="matchImages")
+        default_cache_duration: str | None = Field(None, alias="defaultCacheDuration")
+        api_version: str | None = Field(None, alias="apiVersion")
+        args: list[str] | None = None
+        env: list[ExecEnvVar] | None = None
+
+    class CredentialProviderV1(CredentialProviderV1beta1):
+        token_attributes: ServiceAccountTokenAttributes | None = Field(
+            None, alias="tokenAttributes"
+        )
+
+    class _ConfigBase(BaseModel):
+        model_config = _STRICT
+        kind: str | None = None
+        api_version: str | None = Field(None, alias="apiVersion")
+
+    class CredentialProviderConfigV1alpha1(_ConfigBase):
+        providers: list[CredentialProviderV1beta1] | None = None
+
+    class CredentialProviderConfigV1beta1(_ConfigBase):
+        providers: list[CredentialProviderV1beta1] | None = None
+
+    class CredentialProviderConfigV1(_ConfigBase):
+        providers: list[CredentialProviderV1] | None = None
+
+    _MODELS: dict[str, type[_ConfigBase]] = {
+        "v1alpha1": CredentialProviderConfigV1alpha1,
+        "v1beta1": CredentialProviderConfigV1beta1,
+        "v1": CredentialProviderConfigV1,
+    }
+    models = {name: value for name, value in locals().items() if name in _MODEL_NAMES}
+    for name, model in models.items():
+        if isinstance(model, type):
+            model.__qualname__ = name
+    return models
 
 
-class CredentialProviderV1(CredentialProviderV1beta1):
-    token_attributes: ServiceAccountTokenAttributes | None = Field(None, alias="tokenAttributes")
-
-
-class _ConfigBase(BaseModel):
-    model_config = _STRICT
-    kind: str | None = None
-    api_version: str | None = Field(None, alias="apiVersion")
-
-
-class CredentialProviderConfigV1alpha1(_ConfigBase):
-    providers: list[CredentialProviderV1beta1] | None = None
-
-
-class CredentialProviderConfigV1beta1(_ConfigBase):
-    providers: list[CredentialProviderV1beta1] | None = None
-
-
-class CredentialProviderConfigV1(_ConfigBase):
-    providers: list[CredentialProviderV1] | None = None
-
-
-_MODELS: dict[str, type[_ConfigBase]] = {
-    "v1alpha1": CredentialProviderConfigV1alpha1,
-    "v1beta1": CredentialProviderConfigV1beta1,
-    "v1": CredentialProviderConfigV1,
-}
+def __getattr__(name: str) -> Any:
+    if name in _MODEL_NAMES:
+        return _models()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def config_spec(version: str) -> Struct:
@@ -184,8 +215,47 @@ def decode_config(doc: Document) -> internal.CredentialProviderConfig:
             f'in scheme "{SCHEME_NAME}"'
         )
     data = decode_typed(config_spec(version), doc)
-    obj = _MODELS[version].model_validate(_drop_none(data))
-    return _to_internal(obj)
+    return _to_internal(_Fields.wrap(_drop_none(data)))
+
+
+def validate_with_models(doc: Document) -> internal.CredentialProviderConfig:
+    """``decode_config`` through the pydantic models (imports pydantic; for tests)."""
+    _, version, _ = interpret_gvk(doc)
+    decode_config(doc)  # the kubelet's checks and errors first
+    data = decode_typed(config_spec(version), doc)
+    return _to_internal(_models()["_MODELS"][version].model_validate(_drop_none(data)))
+
+
+class _Fields:
+    """Attribute access to a decoded dict by the models' field names (``match_images``),
+    so :func:`_to_internal` reads decoded data and validated models alike."""
+
+    __slots__ = ("_data",)
+    _ALIASES: ClassVar[dict[str, str]] = {
+        "match_images": "matchImages",
+        "default_cache_duration": "defaultCacheDuration",
+        "api_version": "apiVersion",
+        "token_attributes": "tokenAttributes",
+        "service_account_token_audience": "serviceAccountTokenAudience",
+        "cache_type": "cacheType",
+        "require_service_account": "requireServiceAccount",
+        "required_service_account_annotation_keys": "requiredServiceAccountAnnotationKeys",
+        "optional_service_account_annotation_keys": "optionalServiceAccountAnnotationKeys",
+    }
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    @classmethod
+    def wrap(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return cls(value)
+        if isinstance(value, list):
+            return [cls.wrap(v) for v in value]
+        return value
+
+    def __getattr__(self, name: str) -> Any:
+        return _Fields.wrap(self._data.get(self._ALIASES.get(name, name)))
 
 
 def _drop_none(value: Any) -> Any:

@@ -47,18 +47,61 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     _add_verbosity(parser, default=argparse.SUPPRESS)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from credprov.cli import (
-        config_cmd,
-        credentials_cmd,
-        ensure_cmd,
-        explain_cmd,
-        imagegc_cmd,
-        nodeauth_cmd,
-        plugin_cmd,
-        pullrecords_cmd,
-        simulate_cmd,
-    )
+# Subcommand -> the module that defines it. Only the module of the command being run is
+# imported (each costs start-up time); --help, a typo and the like load them all.
+_COMMAND_MODULES = {
+    "config": "config_cmd",
+    "get-credentials": "credentials_cmd",
+    "ensure-image": "ensure_cmd",
+    "explain": "explain_cmd",
+    "image-gc": "imagegc_cmd",
+    "nodeauth": "nodeauth_cmd",
+    "plugin": "plugin_cmd",
+    "install": "plugin_cmd",
+    "pull-records": "pullrecords_cmd",
+    "simulate": "simulate_cmd",
+}
+_MODULE_ORDER = (
+    "config_cmd",
+    "credentials_cmd",
+    "ensure_cmd",
+    "explain_cmd",
+    "imagegc_cmd",
+    "nodeauth_cmd",
+    "plugin_cmd",
+    "pullrecords_cmd",
+    "simulate_cmd",
+)
+
+
+def _command_of(argv: Sequence[str] | None) -> str | None:
+    """The subcommand ``argv`` names, if it can be told without parsing; else None."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-v", "--v"):
+            i += 2  # the verbosity value
+            continue
+        if arg == "--":
+            return args[i + 1] if i + 1 < len(args) else None
+        if arg.startswith("-"):
+            i += 1
+            continue
+        return arg
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``argv``, only the subcommand it names (all if it names none)."""
+    import importlib
+
+    wanted = _COMMAND_MODULES.get(_command_of(argv) or "") if argv is not None else None
+    modules = [
+        importlib.import_module(f"credprov.cli.{name}")
+        for name in _MODULE_ORDER
+        if wanted is None or name == wanted
+    ]
 
     parser = argparse.ArgumentParser(
         prog="credprov",
@@ -72,15 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_verbosity(parser, default=0)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    config_cmd.add_parser(sub)
-    credentials_cmd.add_parser(sub)
-    ensure_cmd.add_parser(sub)
-    explain_cmd.add_parser(sub)
-    imagegc_cmd.add_parser(sub)
-    nodeauth_cmd.add_parser(sub)
-    plugin_cmd.add_parser(sub)
-    pullrecords_cmd.add_parser(sub)
-    simulate_cmd.add_parser(sub)
+    for module in modules:
+        module.add_parser(sub)
     return parser
 
 
@@ -107,7 +143,7 @@ def one_line(message: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     _setup_logging(args.verbosity)
     from credprov.config import ConfigError

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -178,3 +179,21 @@ def test_memo_sees_inserts_from_other_images() -> None:
     assert users(providers, "registry.io/x") == ["first"]
     assert users(providers, "registry.io/z") == ["reg"]
     assert len(a.calls) == 2
+
+
+def _config_documents() -> list[Path]:
+    root = Path(__file__).resolve().parents[2]
+    found = []
+    for path in sorted([*root.glob("config/*.yaml"), *root.glob("tests/fixtures/**/*.yaml")]):
+        if "CredentialProviderConfig" in path.read_text(errors="replace"):
+            found.append(path)
+    return found
+
+
+@pytest.mark.parametrize("path", _config_documents(), ids=lambda p: p.name)
+def test_config_decoding_without_pydantic_equals_the_models(path: Path) -> None:
+    from credprov.api._decode import load_document
+    from credprov.api.config import decode_config, validate_with_models
+
+    doc = load_document(path.read_bytes())
+    assert decode_config(doc) == validate_with_models(doc)
