@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -36,11 +37,29 @@ API = "credentialprovider.kubelet.k8s.io/v1"
 
 def _time(cmd: list[str], env: dict[str, str], stdin: bytes) -> float:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, input=stdin, env=env, cwd=REPO, capture_output=True, check=False)
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=REPO,
+    )
+    _, err = proc.communicate(stdin)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
-        raise RuntimeError(f"{cmd[:3]} exited {proc.returncode}: {proc.stderr.decode()[-300:]}")
+        raise RuntimeError(f"{cmd[:3]} exited {proc.returncode}: {err.decode()[-300:]}")
     return elapsed
+
+
+def _timed(cmd: list[str], env: dict[str, str], stdin: bytes) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the command and its children): one run at a time, so
+    the growth of RUSAGE_CHILDREN is this run's."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = _time(cmd, env, stdin)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 def commands() -> dict[str, tuple[list[str], dict[str, str], bytes, float | None]]:
@@ -102,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
 
     cmds = commands()
     samples: dict[str, list[float]] = {name: [] for name in cmds}
+    cpu: dict[str, list[float]] = {name: [] for name in cmds}
     errors: dict[str, str] = {}
     for name, (cmd, env, stdin, _) in cmds.items():
         try:
@@ -111,11 +131,22 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(rounds):
         for name, (cmd, env, stdin, _) in cmds.items():
             if name not in errors:
-                samples[name].append(_time(cmd, env, stdin))
+                wall, used = _timed(cmd, env, stdin)
+                samples[name].append(wall)
+                cpu[name].append(used)
 
     floor = statistics.median(samples["python -I -c pass (floor)"])
-    print(f"CLI start-up, warm, median of {rounds} interleaved rounds (ratios to the floor)")
-    result: dict[str, object] = {"rounds": rounds, "samples_s": samples, "errors": errors}
+    cpu_floor = statistics.median(cpu["python -I -c pass (floor)"])
+    print(
+        f"CLI start-up, warm, median of {rounds} interleaved rounds; wall time and ratio to "
+        "the floor's, then CPU time (user+sys, less sensitive to a busy machine) and its ratio"
+    )
+    result: dict[str, object] = {
+        "rounds": rounds,
+        "samples_s": samples,
+        "cpu_samples_s": cpu,
+        "errors": errors,
+    }
     for name, (_, _, _, target) in cmds.items():
         if name in errors:
             print(f"  {name:<32} ERROR {errors[name]}")
@@ -127,7 +158,11 @@ def main(argv: list[str] | None = None) -> int:
         verdict = ""
         if target is not None:
             verdict = f"  (target <= {target:.0f}x)" + ("" if r <= target else "  UNEXPECTED")
-        print(f"  {name:<32} {med * 1000:7.1f} ms  (spread {spread:5.1f} ms)  {r:5.2f}x{verdict}")
+        cmed = statistics.median(cpu[name])
+        print(
+            f"  {name:<32} {med * 1000:7.1f} ms (spread {spread:5.1f}) {r:5.2f}x   "
+            f"cpu {cmed * 1000:6.1f} ms {cmed / cpu_floor:5.2f}x{verdict}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
     return 0

@@ -79,6 +79,8 @@ def generate_single_flight_key(
 
 @dataclass
 class CacheEntry:
+    """One cached plugin answer under its cryptobyte key, with its expiry."""
+
     key: bytes
     credentials: dict[str, Any]
     expires_at: int

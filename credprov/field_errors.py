@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from decimal import Decimal
 from enum import StrEnum
 
 from credprov._gofmt import go_quote, surrogate_bytes
@@ -233,6 +232,8 @@ def go_json(value: object) -> str:
 def _shortest_digits(f: float) -> tuple[str, int]:
     """Shortest round-tripping decimal digits of ``|f|`` (no trailing zeros) and the
     position of the decimal point relative to them."""
+    from decimal import Decimal  # rarely needed: kept off every command's start-up
+
     _, digit_tuple, exponent = Decimal(repr(abs(f))).normalize().as_tuple()
     assert isinstance(exponent, int)
     digits = "".join(map(str, digit_tuple))

@@ -40,6 +40,8 @@ class KeyringError(ValueError):
 
 @dataclass(frozen=True)
 class SecretCoordinates:
+    """The pull Secret a credential came from."""
+
     uid: str
     namespace: str
     name: str
@@ -47,6 +49,8 @@ class SecretCoordinates:
 
 @dataclass(frozen=True)
 class ServiceAccountCoordinates:
+    """The service account a plugin credential was obtained for (KEP-4412)."""
+
     uid: str
     namespace: str
     name: str

@@ -440,6 +440,8 @@ class Duration:
 
 @dataclass(frozen=True)
 class Slice:
+    """A Go slice of ``elem`` (JSON array or null)."""
+
     elem: Spec
 
     @property
@@ -449,6 +451,8 @@ class Slice:
 
 @dataclass(frozen=True)
 class Map:
+    """A Go map from string keys to ``elem`` (JSON object or null)."""
+
     elem: Spec
 
     @property
@@ -458,6 +462,8 @@ class Map:
 
 @dataclass(frozen=True)
 class Ptr:
+    """A Go pointer to ``elem`` (null decodes to nil)."""
+
     elem: Spec
 
     @property
@@ -467,6 +473,8 @@ class Ptr:
 
 @dataclass(frozen=True)
 class Struct:
+    """A Go struct: its type name, API version and JSON fields."""
+
     name: str
     pkg: str
     fields: dict[str, Spec] = field(default_factory=dict)

@@ -30,12 +30,16 @@ TOKEN_CACHE_TYPE_SERVICE_ACCOUNT = "ServiceAccount"
 
 @dataclass(frozen=True)
 class ExecEnvVar:
+    """One ``env`` entry of a provider: ``NAME=VALUE`` appended to the plugin's environment."""
+
     name: str
     value: str
 
 
 @dataclass(frozen=True)
 class ServiceAccountTokenAttributes:
+    """A provider's ``tokenAttributes`` (KEP-4412, v1 only)."""
+
     service_account_token_audience: str = ""
     cache_type: str = ""
     require_service_account: bool | None = None
@@ -45,6 +49,8 @@ class ServiceAccountTokenAttributes:
 
 @dataclass(frozen=True)
 class CredentialProvider:
+    """One provider of a ``CredentialProviderConfig``, version-independent."""
+
     name: str
     match_images: tuple[str, ...] = ()
     default_cache_duration: int | None = None  # nanoseconds; None when absent
@@ -56,11 +62,15 @@ class CredentialProvider:
 
 @dataclass(frozen=True)
 class CredentialProviderConfig:
+    """The providers of one or more config files, in file order."""
+
     providers: tuple[CredentialProvider, ...] = ()
 
 
 @dataclass(frozen=True)
 class CredentialProviderRequest:
+    """What the kubelet sends a plugin (internal form of every version)."""
+
     image: str
     service_account_token: str = ""
     service_account_annotations: dict[str, str] = field(default_factory=dict)
@@ -68,6 +78,8 @@ class CredentialProviderRequest:
 
 @dataclass(frozen=True)
 class AuthConfig:
+    """One username/password pair of a plugin response."""
+
     username: str = ""
     password: str = ""
 
@@ -77,6 +89,8 @@ class AuthConfig:
 
 @dataclass(frozen=True)
 class CredentialProviderResponse:
+    """A plugin's answer (the same in every version)."""
+
     cache_key_type: str
     cache_duration: int | None = None  # nanoseconds; None when absent
     auth: dict[str, AuthConfig] = field(default_factory=dict)

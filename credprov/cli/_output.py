@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
 from typing import Any
 
 REDACTED = "<redacted>"
@@ -30,6 +29,8 @@ def write_atomic(path: str, data: bytes) -> None:
     Raises:
         OSError: the directory is not writable and so on.
     """
+    import tempfile  # only when writing a file: it costs every command's start-up
+
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".credprov-", dir=directory)
     try:

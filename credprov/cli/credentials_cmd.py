@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from credprov.cli._output import print_json, secret, write_atomic
@@ -180,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
             raise CLIError(str(exc)) from None
 
     if args.parallel > 1 and len(images) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=args.parallel) as pool:
             results = list(pool.map(resolve, images))
     else:

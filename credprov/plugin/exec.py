@@ -56,6 +56,8 @@ class PluginError(Exception):
 
 @dataclass
 class ExecResult:
+    """One plugin run: what it printed, and how long it took."""
+
     stdout: bytes
     stderr: bytes
     duration: float  # seconds

@@ -59,6 +59,8 @@ class PodInfo:
 
 @dataclass(frozen=True)
 class ServiceAccountInfo:
+    """A service account's UID and annotations, as the API server returns them."""
+
     uid: str
     annotations: Mapping[str, str] = field(default_factory=dict)
 
