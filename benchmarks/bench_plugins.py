@@ -84,6 +84,8 @@ def main() -> int:
             "import sys\n"
             + "".join(f"sys.path.insert(0, {p!r})\n" for p in _launcher_paths(launcher))
             + "import yaml, pydantic, credprov.api.exec, credprov_static.plugin\n"
+            # The exec API's pydantic models, built on first use since issue 15.
+            + "credprov.api.exec.CredentialProviderResponse\n"
             "from credprov_static.main import main\n"
             "sys.exit(main())\n"
         )
