@@ -14,6 +14,14 @@ fs_pullrecords.go``, 1.35+) so that credprov and a kubelet can read each other's
 * deleting a missing file is fine;
 * at construction every decodable ``v1alpha1`` file is rewritten as ``v1beta1`` through the
   normal write path; errors are only collected (:attr:`FSPullRecordsAccessor.startup_errors`);
+* the start-up migration has to decode every file anyway; what it decoded is kept and
+  answers the next ``list_*`` calls (the in-memory layer's warm-up, the manager's
+  housekeeping), so at start-up each file is decoded once. The kept listing is used only
+  while the directory's mtime is the one read before the scan (any create, delete or
+  rename in it, by any process, changes that) and this store has written nothing since,
+  and for at most a few seconds, and it is dropped by
+  :meth:`~FSPullRecordsAccessor.forget_startup_scan` (the manager calls it at the end of its
+  construction);
 * :meth:`~FSPullRecordsAccessor.count_intents`/:meth:`~FSPullRecordsAccessor.count_records`
   count valid-looking names without decoding (``countCacheFiles``).
 
@@ -43,11 +51,12 @@ import fcntl
 import os
 import secrets
 import stat
+import time
 from collections.abc import Callable, Iterator
-from typing import Literal
+from typing import Any, Literal
 
 from credprov.pullmanager.interfaces import StoreReadError, StoreWriteError
-from credprov.pullmanager.locks import MAX_LOCK_STRIPES, fnv32
+from credprov.pullmanager.locks import MAX_LOCK_STRIPES, key_hash
 from credprov.pullmanager.types import (
     STORAGE_VERSION,
     ImagePulledRecord,
@@ -87,6 +96,16 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # Filesystems that cannot fsync a directory say so with these; the rename already happened.
 _DIR_FSYNC_UNSUPPORTED = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EBADF})
+
+
+_SCAN_REUSE_SECONDS = 5.0
+
+
+def _dir_mtime(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
 
 
 def is_cache_filename(name: str) -> bool:
@@ -146,8 +165,28 @@ class FSPullRecordsAccessor:
         self._on_change = on_change
         #: Messages from the start-up migration (upstream only logs them).
         self.startup_errors: list[str] = []
+        # kind -> (directory mtime before the scan, items, list errors): see the docstring.
+        self._scanned: dict[str, tuple[int, list[Any], list[str]]] = {}
+        self._scanned_at = 0.0
         if migrate:
             self._migrate()
+
+    def forget_startup_scan(self) -> None:
+        """Drop what the start-up scan decoded: later lists read the files again."""
+        self._scanned = {}
+
+    def _from_scan(self, kind: str, directory: str) -> tuple[list[Any], list[str]] | None:
+        scanned = self._scanned.get(kind)
+        if scanned is None:
+            return None
+        # Directory mtimes can be coarse (a tick of a few ms): besides the mtime, a kept
+        # listing is only good for a few seconds after the scan.
+        if time.monotonic() - self._scanned_at > _SCAN_REUSE_SECONDS or (
+            _dir_mtime(directory) != scanned[0]
+        ):
+            self._scanned.pop(kind, None)
+            return None
+        return list(scanned[1]), list(scanned[2])
 
     # -- intents ------------------------------------------------------------------------------
 
@@ -169,6 +208,9 @@ class FSPullRecordsAccessor:
         self._delete(self.intents_dir, cache_filename(image))
 
     def list_image_pull_intents(self) -> tuple[list[ImagePullIntent], list[str]]:
+        scanned = self._from_scan("intent", self.intents_dir)
+        if scanned is not None:
+            return scanned
         intents: list[ImagePullIntent] = []
         errors: list[str] = []
         for path in self._entries(self.intents_dir, errors):
@@ -205,6 +247,9 @@ class FSPullRecordsAccessor:
         self._delete(self.records_dir, cache_filename(image_ref))
 
     def list_image_pulled_records(self) -> tuple[list[ImagePulledRecord], list[str]]:
+        scanned = self._from_scan("record", self.records_dir)
+        if scanned is not None:
+            return scanned
         records: list[ImagePulledRecord] = []
         errors: list[str] = []
         for path in self._entries(self.records_dir, errors):
@@ -230,7 +275,7 @@ class FSPullRecordsAccessor:
     @staticmethod
     def stripe(key: str) -> int:
         """``fnv32(key) % 31``: the kubelet's ``keyToID`` over its (fixed) 31 stripes."""
-        return fnv32(key.encode("utf-8")) % LOCK_STRIPES
+        return key_hash(key) % LOCK_STRIPES
 
     @contextlib.contextmanager
     def locked(self, kind: LockKind, key: str) -> Iterator[None]:
@@ -332,13 +377,17 @@ class FSPullRecordsAccessor:
                 raise _Unusable(f"{path}: larger than {MAX_FILE_SIZE} bytes")
             chunks: list[bytes] = []
             total = 0
-            # Read to EOF but no further than the limit: the file may grow after fstat.
+            # Read to EOF but no further than the limit: the file may grow after fstat. Ask
+            # for its size first (os.read allocates what it is asked for, so asking for the
+            # limit costs a megabyte per read).
+            want = st.st_size + 1
             while total <= MAX_FILE_SIZE:
-                chunk = os.read(fd, MAX_FILE_SIZE + 1 - total)
+                chunk = os.read(fd, min(want, MAX_FILE_SIZE + 1 - total))
                 if not chunk:
                     break
                 chunks.append(chunk)
                 total += len(chunk)
+                want = 65536
             if total > MAX_FILE_SIZE:
                 raise _Unusable(f"{path}: larger than {MAX_FILE_SIZE} bytes")
             return b"".join(chunks)
@@ -447,6 +496,7 @@ class FSPullRecordsAccessor:
             os.close(fd)
 
     def _changed(self) -> None:
+        self._scanned = {}
         if self._on_change is not None:
             self._on_change()
 
@@ -458,9 +508,21 @@ class FSPullRecordsAccessor:
         Each file is re-read under its stripe lock so that a record another process updated
         meanwhile is not overwritten with the stale content read by the scan.
         """
-        for path in self._entries(self.intents_dir, self.startup_errors):
+        # What a list would return, kept for the next list calls (see the module docstring).
+        intents_mtime = _dir_mtime(self.intents_dir)
+        intents: list[ImagePullIntent] = []
+        intent_errors: list[str] = []
+        paths = self._entries(self.intents_dir, intent_errors)
+        self.startup_errors.extend(intent_errors)
+        for path in paths:
             try:
-                got = self._load_intent(path)
+                try:
+                    got = self._load_intent(path)
+                except _Unusable as exc:
+                    intent_errors.append(str(exc))
+                    raise
+                if got is not None:
+                    intents.append(got[1])
                 if got is None or got[0] == STORAGE_VERSION:
                     continue
                 with self.locked("intent", got[1].image):
@@ -469,9 +531,20 @@ class FSPullRecordsAccessor:
                         self.write_image_pull_intent(got[1].image)
             except (_Unusable, StoreWriteError) as exc:
                 self.startup_errors.append(f"migrating intent: {exc}")
-        for path in self._entries(self.records_dir, self.startup_errors):
+        records_mtime = _dir_mtime(self.records_dir)
+        records: list[ImagePulledRecord] = []
+        record_errors: list[str] = []
+        paths = self._entries(self.records_dir, record_errors)
+        self.startup_errors.extend(record_errors)
+        for path in paths:
             try:
-                rec = self._load_record(path)
+                try:
+                    rec = self._load_record(path)
+                except _Unusable as exc:
+                    record_errors.append(str(exc))
+                    raise
+                if rec is not None:
+                    records.append(rec[1])
                 if rec is None or rec[0] == STORAGE_VERSION:
                     continue
                 with self.locked("record", rec[1].image_ref):
@@ -480,3 +553,10 @@ class FSPullRecordsAccessor:
                         self.write_image_pulled_record(rec[1])
             except (_Unusable, StoreWriteError) as exc:
                 self.startup_errors.append(f"migrating record: {exc}")
+        # A migration write above cleared nothing kept yet, but it changed the directory's
+        # mtime: the kept listing of that kind is then never used.
+        self._scanned_at = time.monotonic()
+        if intents_mtime is not None:
+            self._scanned["intent"] = (intents_mtime, intents, intent_errors)
+        if records_mtime is not None:
+            self._scanned["record"] = (records_mtime, records, record_errors)

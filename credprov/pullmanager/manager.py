@@ -281,6 +281,11 @@ class ImagePullManager:
         self._refresh_gauges()
         if runtime is not None:
             self.initialize()
+        # The file store kept what its start-up scan decoded for the lists above; from
+        # now on every list reads the files.
+        forget = getattr(self._store_of_record, "forget_startup_scan", None)
+        if forget is not None:
+            forget()
 
     # -- construction helpers --
 

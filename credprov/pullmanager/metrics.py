@@ -10,6 +10,8 @@ registry, so several managers in one process (or in tests) do not share counts.
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -57,6 +59,7 @@ class PullManagerMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self._mustpull_children: dict[str, Any] = {}
         # Subsystem "kubelet" + "_" + "image_manager": the underscore is upstream's.
         self.ensure_image_requests = Counter(
             "kubelet_image_manager_ensure_image_requests",
@@ -114,9 +117,13 @@ class PullManagerMetrics:
                 otherwise create a series no dashboard looks at).
         """
         result = result or CHECK_RESULT_ERROR
-        if result not in CHECK_RESULTS:
-            raise ValueError(f"unknown must-pull check result {result!r}")
-        self.mustpull_checks.labels(result=result).inc()
+        child = self._mustpull_children.get(result)
+        if child is None:
+            if result not in CHECK_RESULTS:
+                raise ValueError(f"unknown must-pull check result {result!r}")
+            # labels() returns the same child every time: look it up once per result.
+            child = self._mustpull_children[result] = self.mustpull_checks.labels(result=result)
+        child.inc()
 
     def set_ondisk(self, intents: int, records: int) -> None:
         """The number of intent and record files on disk."""

@@ -19,6 +19,7 @@ Pure functions: no I/O, no clock.
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -82,6 +83,7 @@ class AllowlistError(ValueError):
     """A ``preloadedImagesVerificationAllowlist`` pattern the kubelet rejects."""
 
 
+@functools.lru_cache(maxsize=4096)  # pure, and asked on every check
 def trim_image_tag_digest(image: str) -> str:
     """The pod image string without its tag and digest, otherwise exactly as written.
 

@@ -170,6 +170,20 @@ def _shown(value: Any) -> str:
     return "<missing>" if value is None else "<invalid>"
 
 
+def _has_duplicates(value: Any) -> bool:
+    """Whether any JSON object in ``value`` repeats a key (the cheap test; most have none)."""
+    if isinstance(value, dict):
+        pairs = getattr(value, "pairs", None)
+        if pairs is not None and len(pairs) != len(value):
+            return True
+        values: Any = value.values()
+    elif isinstance(value, list):
+        values = value
+    else:
+        return False
+    return any(isinstance(item, dict | list) and _has_duplicates(item) for item in values)
+
+
 def _duplicate_fields(value: Any, path: str) -> list[str]:
     """``duplicate field "a.b"`` for every repeated key of every JSON object in ``value``."""
     out: list[str] = []
@@ -187,19 +201,43 @@ def _duplicate_fields(value: Any, path: str) -> list[str]:
     return out
 
 
-def _load(data: bytes, kind: str) -> tuple[str, dict[str, Any]]:
-    from credprov.api._decode import DecodeError, load_document
+class _Repeated(Exception):
+    """A JSON object repeats a key (the slow path reports which)."""
 
+
+def _reject(name: str) -> Any:
+    raise ValueError(name)
+
+
+def _plain_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Repeated
+    return obj
+
+
+# One decoder for every file (json.loads with hooks would build a new one per call).
+_PLAIN_JSON = json.JSONDecoder(object_pairs_hook=_plain_object, parse_constant=_reject)
+
+
+def _parse_plain(text: str) -> Any:
+    """The common case, fast: a JSON object without repeated keys, or None.
+
+    None for anything else (YAML, a syntax error, ``NaN``, a repeated key), which
+    ``load_document`` then parses again to report it exactly as before.
+    """
+    if not text.lstrip(" \t\r\n").startswith("{"):
+        return None
     try:
-        doc = load_document(data)
-    except DecodeError as exc:
-        raise RecordDecodeError(str(exc)) from None
-    # load_document notes YAML duplicate keys only; JSON keeps duplicates in ``pairs`` and
-    # the kubelet's strict decoder rejects them too (``duplicate field "image"``).
-    strict_errors = doc.strict_errors + _duplicate_fields(doc.data, "")
-    if strict_errors:
-        raise RecordDecodeError("strict decoding error: " + ", ".join(strict_errors))
-    body = doc.data
+        return _PLAIN_JSON.decode(text)
+    except (_Repeated, ValueError, RecursionError):
+        return None
+
+
+def _load(data: bytes, kind: str) -> tuple[str, dict[str, Any]]:
+    body = _parse_plain(data.decode("utf-8", "replace"))
+    if body is None:
+        body = _load_document(data)
     if not isinstance(body, dict):
         raise RecordDecodeError("not a JSON object")
     if body.get("kind") != kind:
@@ -210,6 +248,23 @@ def _load(data: bytes, kind: str) -> tuple[str, dict[str, Any]]:
         raise RecordDecodeError(f"unexpected apiVersion {_shown(api_version)}")
     fields = {k: v for k, v in body.items() if k not in ("kind", "apiVersion")}
     return version, fields
+
+
+def _load_document(data: bytes) -> Any:
+    from credprov.api._decode import DecodeError, load_document
+
+    try:
+        doc = load_document(data)
+    except DecodeError as exc:
+        raise RecordDecodeError(str(exc)) from None
+    # load_document notes YAML duplicate keys only; JSON keeps duplicates in ``pairs`` and
+    # the kubelet's strict decoder rejects them too (``duplicate field "image"``).
+    strict_errors = doc.strict_errors
+    if _has_duplicates(doc.data):
+        strict_errors = strict_errors + _duplicate_fields(doc.data, "")
+    if strict_errors:
+        raise RecordDecodeError("strict decoding error: " + ", ".join(strict_errors))
+    return doc.data
 
 
 def _validate(model: type[BaseModel], fields: dict[str, Any]) -> Any:

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,53 @@ def test_config_decoding_without_pydantic_equals_the_models(path: Path) -> None:
 
     doc = load_document(path.read_bytes())
     assert decode_config(doc) == validate_with_models(doc)
+
+
+def test_fnv32_fast_and_memoised_agree_with_the_byte_loop() -> None:
+    from credprov.pullmanager.locks import fnv32, key_hash
+
+    def reference(data: bytes) -> int:
+        h = 0x811C9DC5
+        for byte in data:
+            h = (h * 0x01000193) & 0xFFFFFFFF
+            h ^= byte
+        return h
+
+    for key in ["", "a", "foobar", "sha256:" + "ab" * 32, "registry.example.com/tëam/app:v1"]:
+        assert fnv32(key.encode()) == reference(key.encode())
+        assert key_hash(key) == reference(key.encode())
+        assert key_hash(key) == reference(key.encode())  # memoised
+
+
+def test_startup_scan_answers_lists_only_while_the_directory_is_unchanged(tmp_path: Path) -> None:
+    from credprov.pullmanager.fsstore import FSPullRecordsAccessor
+
+    first = FSPullRecordsAccessor(str(tmp_path))
+    first.write_image_pull_intent("registry.io/a:v1")
+    store = FSPullRecordsAccessor(str(tmp_path))
+    assert [i.image for i in store.list_image_pull_intents()[0]] == ["registry.io/a:v1"]
+    # Another process (here: another store) adds an intent: the directory changed. (Its
+    # mtime is moved on explicitly: on a coarse-timestamp file system two writes within
+    # one tick could share it, which is why a kept listing also expires after seconds.)
+    pulling = tmp_path / "image_manager" / "pulling"
+    before = pulling.stat().st_mtime_ns
+    first.write_image_pull_intent("registry.io/b:v1")
+    if pulling.stat().st_mtime_ns == before:
+        os.utime(pulling, ns=(before + 1, before + 1))
+    images = sorted(i.image for i in store.list_image_pull_intents()[0])
+    assert images == ["registry.io/a:v1", "registry.io/b:v1"]
+
+
+def test_record_decoding_fast_path_keeps_the_strict_errors() -> None:
+    from credprov.pullmanager.types import RecordDecodeError, decode_intent
+
+    ok = b'{"kind":"ImagePullIntent","apiVersion":"kubelet.config.k8s.io/v1beta1","image":"x"}'
+    assert decode_intent(ok)[1].image == "x"
+    for bad, text in [
+        (ok[:-1] + b',"image":"y"}', 'strict decoding error: duplicate field "image"'),
+        (b'{"kind":NaN}', "invalid character"),
+        (b"{", "unexpected end of JSON input"),
+    ]:
+        with pytest.raises(RecordDecodeError) as err:
+            decode_intent(bad)
+        assert text in str(err.value)
