@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 #: The kubelet never allocates more stripes than this.
 MAX_LOCK_STRIPES = 31
+_BY_KEY_SIZE = 16384
 
 
 def fnv32(data: bytes) -> int:
@@ -44,12 +45,19 @@ class StripedLockSet:
 
     def __init__(self, size: int) -> None:
         self._locks = [threading.Lock() for _ in range(min(MAX_LOCK_STRIPES, max(size, 1)))]
+        self._by_key: dict[str, threading.Lock] = {}  # key -> its stripe, remembered
 
     def __len__(self) -> int:
         return len(self._locks)
 
     def lock(self, key: str) -> threading.Lock:
-        return self._locks[key_hash(key) % len(self._locks)]
+        found = self._by_key.get(key)
+        if found is None:
+            found = self._locks[key_hash(key) % len(self._locks)]
+            if len(self._by_key) >= _BY_KEY_SIZE:
+                self._by_key = {}
+            self._by_key[key] = found
+        return found
 
     @contextlib.contextmanager
     def global_lock(self) -> Iterator[None]:

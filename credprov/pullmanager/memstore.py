@@ -94,8 +94,9 @@ class CachedPullRecordsAccessor:
         intents_cache_size: intents kept in memory, at most 1024.
         pulled_records_cache_size: pulled records kept in memory, at most 2000.
         on_change: called as ``on_change(intents_usage_percent, records_usage_percent)``
-            after the warm-up lists and after every operation that may have changed how
-            full the caches are (``PullManagerMetrics.set_inmemory`` fits). Its exceptions are
+            after the warm-up lists and after every operation that changed how full the
+            caches are, in percent (``PullManagerMetrics.set_inmemory`` fits); not again
+            while both figures stay the same (a miss in a full cache, the common case). Its exceptions are
             logged, never raised: a metric must not fail a pull.
         authoritative: ``False`` never trusts a miss (see the module docstring on sharing
             a root with another process). ``True`` is upstream's behaviour.
@@ -117,6 +118,7 @@ class CachedPullRecordsAccessor:
             raise ValueError("cache sizes must be at least 1")
         self._delegate = delegate
         self._on_change = on_change
+        self._reported: tuple[int, int] | None = None  # the last usage given to on_change
         self._may_be_authoritative = authoritative
         # One short lock guards both LRUs (memory only, never held during delegate I/O);
         # the striped locks serialise delegate I/O per key so a miss that is filling the
@@ -282,7 +284,12 @@ class CachedPullRecordsAccessor:
     def _changed(self) -> None:
         if self._on_change is None:
             return
+        with self._mu:
+            usage = (self._intents.usage_percent(), self._records.usage_percent())
+        if usage == self._reported:
+            return  # the gauges already show these values: a miss in a full cache
         try:
-            self._on_change(self.intents_usage_percent(), self.records_usage_percent())
+            self._on_change(*usage)
+            self._reported = usage
         except Exception:
             log.warning("in-memory cache usage callback failed", exc_info=True)
