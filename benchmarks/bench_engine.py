@@ -709,7 +709,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sections = args.only or ["cache", "singleflight", "cli"]
     cache_repeats, sf_repeats, cold_repeats, warm_repeats = (
-        (3, 2, 3, 10) if args.quick else (7, 5, 5, 15)
+        (2, 1, 1, 3) if args.quick else (7, 5, 5, 15)
     )
 
     env = environment()

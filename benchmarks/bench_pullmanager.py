@@ -8,7 +8,8 @@ Reports, in one run (medians of interleaved passes):
   (listing, LRU warm-up, housekeeping against a runtime that has 1,000 images);
 - resident memory (max RSS) of a process holding such a manager.
 
-Usage: ``.venv/bin/python benchmarks/bench_pullmanager.py [--records N] [--intents N]``.
+Usage: ``.venv/bin/python benchmarks/bench_pullmanager.py [--records N] [--intents N]
+[--quick]``.
 Always exits 0.
 """
 
@@ -105,7 +106,14 @@ def main() -> int:
     parser.add_argument("--checks", type=int, default=5_000)
     parser.add_argument("--passes", type=int, default=5)
     parser.add_argument("--startup-child", nargs=2, metavar=("ROOT", "IMAGES"))
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="1,000 records, 100 intents, 2 passes of 1,000 checks, 1 start-up (CI smoke run)",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.records, args.intents, args.checks, args.passes = 1_000, 100, 1_000, 2
     if args.startup_child:
         startup_child(args.startup_child[0], int(args.startup_child[1]))
         return 0
@@ -140,7 +148,7 @@ def main() -> int:
                 results[name]["file store + LRU"].append(checks_per_second(layered, idx))
 
         startups = []
-        for _ in range(3):
+        for _ in range(1 if args.quick else 3):
             proc = subprocess.run(
                 [sys.executable, __file__, "--startup-child", str(root), str(args.intents)],
                 capture_output=True,

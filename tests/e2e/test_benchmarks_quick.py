@@ -1,0 +1,66 @@
+"""The regression guard of issue 15: every benchmark's quick mode runs in CI.
+
+Each benchmark runs as a subprocess in its smallest mode (a few seconds) and must finish
+with exit status 0 and print its figures. The figures are printed (``pytest -s`` or the
+captured output of a failure shows them) but never checked: performance is measured by the
+benchmarks, side by side, not by timed tests, and a busy CI machine must not fail a build.
+What this catches is a benchmark that no longer runs (an API it uses changed, a fixture
+broke) and a change that makes one hang.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+
+QUICK = {
+    "bench_engine.py": ["--quick"],
+    "bench_cli.py": ["--quick"],
+    "bench_plugins.py": ["--quick"],
+    "bench_pullmanager.py": ["--quick"],
+    "bench_nodeauth.py": ["--quick"],
+    "bench_plugin_ecr.py": ["--rounds", "1"],
+    "bench_plugin_gcp.py": ["--rounds", "1"],
+    "bench_plugin_acr.py": ["--rounds", "1"],
+    "bench_ensure_cri.py": ["--rounds", "1", "--cli-rounds", "1"],
+}
+
+
+def _run(name: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    return subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / name), *QUICK[name]],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_every_benchmark_has_a_quick_run() -> None:
+    assert sorted(QUICK) == sorted(p.name for p in (REPO / "benchmarks").glob("bench_*.py"))
+
+
+def test_quick_benchmarks_run_and_print_figures() -> None:
+    # Three at a time: the figures are not looked at, only that each run completes.
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        results = dict(zip(QUICK, pool.map(_run, QUICK), strict=True))
+    failed = []
+    for name, proc in results.items():
+        print(f"== {name} {' '.join(QUICK[name])}\n{proc.stdout}")
+        if proc.returncode != 0 or not proc.stdout.strip():
+            failed.append(f"{name}: exit {proc.returncode}: {proc.stderr[-1500:]}")
+        elif "Traceback" in proc.stdout or "ERROR" in proc.stdout:
+            failed.append(f"{name}: a section failed:\n{proc.stdout[-1500:]}")
+    assert not failed, "\n".join(failed)
