@@ -9,7 +9,6 @@ Every error's ``str()`` is the kubelet's text.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import struct
@@ -19,6 +18,14 @@ from credprov._gofmt import errno_text, go_quote, os_error
 from credprov.api import internal
 from credprov.api._decode import DecodeError, load_document
 from credprov.api.config import decode_config
+
+try:  # the interpreter's own SHA-256: hashlib would load OpenSSL (~3 ms of start-up)
+    from _sha256 import sha256 as _sha256  # Python 3.11
+except ImportError:  # pragma: no cover - other versions
+    try:
+        from _sha2 import sha256 as _sha256  # Python 3.12+
+    except ImportError:
+        from hashlib import sha256 as _sha256
 
 SERVICE_ACCOUNT_TOKEN_GATE = "KubeletServiceAccountTokenForCredentialProviders"
 
@@ -137,7 +144,7 @@ def read_config(path: str) -> tuple[internal.CredentialProviderConfig, str]:
     Raises:
         ConfigError: the kubelet's read/decode errors.
     """
-    digest = hashlib.sha256()
+    digest = _sha256()
     configs: list[internal.CredentialProviderConfig] = []
     for file in config_files(path):
         data = _read_file(file)

@@ -25,12 +25,15 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 import yaml
 
 from credprov._gofmt import go_quote
 from credprov.durations import DurationError, parse_duration
+
+TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
+if TYPE_CHECKING:
+    from typing import Any
 
 #: ``sigs.k8s.io/json`` stops collecting strict errors after this many.
 MAX_STRICT_ERRORS = 100
@@ -48,7 +51,7 @@ class StrictDecodingError(DecodeError):
         super().__init__("strict decoding error: " + ", ".join(errors))
 
 
-class _Obj(dict[str, Any]):
+class _Obj(dict):  # type: ignore[type-arg,unused-ignore]  # dict[str, Any] at run time
     """A JSON object that remembers every key/value pair in order, duplicates included."""
 
     pairs: list[tuple[str, Any]]

@@ -8,7 +8,6 @@ in the older two. There is no defaulting. :func:`decode_config` returns the inte
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar
 
 from credprov._gofmt import go_quote
 from credprov.api import internal
@@ -28,6 +27,10 @@ from credprov.api._decode import (
     interpret_gvk,
 )
 from credprov.durations import DurationError, format_duration, parse_duration
+
+TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 # Kinds the kubelet's scheme registers per kubelet.config.k8s.io version: decoding one of
 # them as a provider config is "wrong Kind", anything else is "not registered".

@@ -6,7 +6,10 @@ import contextlib
 import json
 import os
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
+if TYPE_CHECKING:
+    from typing import Any
 
 REDACTED = "<redacted>"
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from credprov.cli._output import REDACTED, print_json
 from credprov.cli.main import add_common
+
+TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def add_parser(sub: Any) -> None:

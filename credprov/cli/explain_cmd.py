@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from credprov.cli._output import print_json
 from credprov.cli.config_cmd import add_feature_gates, feature_gates
 from credprov.cli.main import add_common
+
+TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def add_parser(sub: Any) -> None:
