@@ -9,7 +9,10 @@ untimed first run), with the project's interpreter, measured against ``python -I
 - ``credprov explain IMAGE --config config/...``; target ≤ 3×;
 - ``docker-credential-credprov get`` with the server URL on stdin (what skopeo and podman run
   once per registry); target ≤ 4×;
-- ``config/bin/example-credential-provider`` alone, for scale.
+- ``config/bin/example-credential-provider`` alone, for scale;
+- ``python -c pass`` (with ``site``), what a console script pays before its first line:
+  in an editable install (``scripts/setup.sh``) setuptools' finder adds ~10-15 ms that a
+  regular install does not have.
 
 The commands run through the virtualenv's console scripts, as users run them. Usage:
 ``.venv/bin/python benchmarks/bench_cli.py [--rounds N] [--quick] [--json FILE]``.
@@ -75,6 +78,9 @@ def commands() -> dict[str, tuple[list[str], dict[str, str], bytes, float | None
     credprov = str(scripts / "credprov")
     return {
         "python -I -c pass (floor)": ([sys.executable, "-I", "-c", "pass"], env, b"", None),
+        # What every console script pays before credprov's first line: site, with this
+        # virtualenv's .pth files (an editable install's finder imports pathlib & co).
+        "python -c pass (site)": ([sys.executable, "-c", "pass"], env, b"", None),
         "credprov get-credentials": (
             [
                 credprov,

@@ -15,17 +15,10 @@ import struct
 from collections.abc import Collection, Mapping
 
 from credprov._gofmt import errno_text, go_quote, os_error
+from credprov._hashing import sha256 as _sha256
 from credprov.api import internal
 from credprov.api._decode import DecodeError, load_document
 from credprov.api.config import decode_config
-
-try:  # the interpreter's own SHA-256: hashlib would load OpenSSL (~3 ms of start-up)
-    from _sha256 import sha256 as _sha256  # Python 3.11
-except ImportError:  # pragma: no cover - other versions
-    try:
-        from _sha2 import sha256 as _sha256  # Python 3.12+
-    except ImportError:
-        from hashlib import sha256 as _sha256
 
 SERVICE_ACCOUNT_TOKEN_GATE = "KubeletServiceAccountTokenForCredentialProviders"
 

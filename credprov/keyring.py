@@ -17,12 +17,12 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
-import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from credprov._hashing import sha256
 from credprov.images import is_default_registry_match
 from credprov.matching import host_match_paths, split_plain_target, urls_match_str
 
@@ -103,7 +103,7 @@ def hash_auth_config(username: str, password: str, email: str = "") -> str:
         body["password"] = password
     if email:
         body["email"] = email
-    return hashlib.sha256(go_json(body).encode("utf-8")).hexdigest()
+    return sha256(go_json(body).encode("utf-8")).hexdigest()
 
 
 def _entry_fields(entry: Any) -> tuple[str, str, str]:

@@ -15,13 +15,13 @@ Mirrors ``pluginProvider.provide`` in ``pkg/credentialprovider/plugin/plugin.go`
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from credprov._gofmt import go_quote
+from credprov._hashing import sha256
 from credprov.api import internal
 from credprov.cache import (
     GLOBAL_CACHE_KEY,
@@ -356,4 +356,4 @@ def _image_allowed(match_images: tuple[str, ...], image: str) -> bool:
 def _token_hash(token: str) -> str:
     if not token:
         return ""
-    return "sha256:" + hashlib.sha256(token.encode("utf-8")).hexdigest()
+    return "sha256:" + sha256(token.encode("utf-8")).hexdigest()
