@@ -14,7 +14,6 @@ Exit codes: 0 answered; 1 bad request or the handler raised :class:`PluginError`
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping, Sequence
 
 from credprov.sdk._wire import CACHE_KEY_TYPES, Request, RequestError, encode_response
 
@@ -22,7 +21,10 @@ from credprov.sdk._wire import CACHE_KEY_TYPES, Request, RequestError, encode_re
 # annotations need it only for type checkers (mypy reads this name as typing's).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
+
+    Handler = Callable[["Request", "Context"], "Response"]
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -99,9 +101,6 @@ class Context:
             stream.write(f"{self.name}: {message}\n")
 
 
-Handler = Callable[[Request, Context], Response]
-
-
 def _seconds_to_go(seconds: float) -> str:
     from credprov.durations import SECOND, format_duration
 
@@ -128,6 +127,8 @@ def _duration_seconds(value: float | str | None) -> tuple[str | None, float | No
 
 
 def _auth_pairs(auth: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    from collections.abc import Mapping  # not on the warm path (a cached answer)
+
     out: dict[str, tuple[str, str]] = {}
     for key, value in auth.items():
         if isinstance(value, tuple | list) and len(value) == 2:
