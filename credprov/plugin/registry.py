@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from credprov.api import internal
 from credprov.cache import ChangeCounter
@@ -83,9 +84,7 @@ class CredentialProviders:
         provider first.
         """
         providers = self.providers
-        if len(providers) != len(self._memo_for) or any(
-            a is not b for a, b in zip(providers, self._memo_for, strict=True)
-        ):
+        if tuple(providers) != self._memo_for:  # PluginProvider compares by identity
             self._setup_memo()  # the list was changed after construction
         changes = self._changes
         if changes is None or not providers:
@@ -146,12 +145,14 @@ _MEMO_SIZE = 16384
 _FOREVER = 1 << 126
 
 
-def _copy_result(result: ProvideResult) -> ProvideResult:
+def _copy_result(result: ProvideResult, _new: Any = object.__new__) -> ProvideResult:
     """A copy whose containers are the caller's own, as a fresh ``provide`` returns."""
-    copy = object.__new__(ProvideResult)
+    copy = _new(ProvideResult)
     state = result.__dict__.copy()
-    state["auth"] = state["auth"].copy()
-    state["credentials"] = state["credentials"][:]
+    auth = state["auth"]
+    state["auth"] = auth.copy() if auth else {}
+    credentials = state["credentials"]
+    state["credentials"] = credentials[:] if credentials else []
     copy.__dict__ = state
     return copy
 
