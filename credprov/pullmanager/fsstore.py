@@ -167,6 +167,7 @@ class FSPullRecordsAccessor:
         self.startup_errors: list[str] = []
         # kind -> (directory mtime before the scan, items, list errors): see the docstring.
         self._scanned: dict[str, tuple[int, list[Any], list[str]]] = {}
+        self._counted: dict[str, tuple[int, int]] = {}  # kind -> (mtime, _count's answer)
         self._scanned_at = 0.0
         if migrate:
             self._migrate()
@@ -174,16 +175,21 @@ class FSPullRecordsAccessor:
     def forget_startup_scan(self) -> None:
         """Drop what the start-up scan decoded: later lists read the files again."""
         self._scanned = {}
+        self._counted = {}
+
+    def _scan_still_good(self, directory: str, mtime: int) -> bool:
+        # Directory mtimes can be coarse (a tick of a few ms): besides the mtime, what the
+        # scan found is only used for a few seconds after it.
+        return (
+            time.monotonic() - self._scanned_at <= _SCAN_REUSE_SECONDS
+            and _dir_mtime(directory) == mtime
+        )
 
     def _from_scan(self, kind: str, directory: str) -> tuple[list[Any], list[str]] | None:
         scanned = self._scanned.get(kind)
         if scanned is None:
             return None
-        # Directory mtimes can be coarse (a tick of a few ms): besides the mtime, a kept
-        # listing is only good for a few seconds after the scan.
-        if time.monotonic() - self._scanned_at > _SCAN_REUSE_SECONDS or (
-            _dir_mtime(directory) != scanned[0]
-        ):
+        if not self._scan_still_good(directory, scanned[0]):
             self._scanned.pop(kind, None)
             return None
         return list(scanned[1]), list(scanned[2])
@@ -225,6 +231,9 @@ class FSPullRecordsAccessor:
 
     def count_intents(self) -> int:
         """Valid-looking intent file names (no reads, no decoding)."""
+        scanned = self._counted.get("intent")
+        if scanned is not None and self._scan_still_good(self.intents_dir, scanned[0]):
+            return scanned[1]
         return self._count(self.intents_dir)
 
     # -- records ------------------------------------------------------------------------------
@@ -264,6 +273,9 @@ class FSPullRecordsAccessor:
 
     def count_records(self) -> int:
         """Valid-looking record file names (no reads, no decoding)."""
+        scanned = self._counted.get("record")
+        if scanned is not None and self._scan_still_good(self.records_dir, scanned[0]):
+            return scanned[1]
         return self._count(self.records_dir)
 
     # -- cross-process locks ------------------------------------------------------------------
@@ -382,11 +394,14 @@ class FSPullRecordsAccessor:
             # limit costs a megabyte per read).
             want = st.st_size + 1
             while total <= MAX_FILE_SIZE:
-                chunk = os.read(fd, min(want, MAX_FILE_SIZE + 1 - total))
+                asked = min(want, MAX_FILE_SIZE + 1 - total)
+                chunk = os.read(fd, asked)
                 if not chunk:
                     break
                 chunks.append(chunk)
                 total += len(chunk)
+                if len(chunk) < asked:
+                    break  # a regular file's read comes up short only at its end
                 want = 65536
             if total > MAX_FILE_SIZE:
                 raise _Unusable(f"{path}: larger than {MAX_FILE_SIZE} bytes")
@@ -411,6 +426,27 @@ class FSPullRecordsAccessor:
             errors.append(f"{directory}: cannot list: {_reason(exc)}")
             return []
         return [os.path.join(directory, n) for n in sorted(names) if is_cache_filename(n)]
+
+    @staticmethod
+    def _entries_and_count(directory: str, errors: list[str]) -> tuple[list[str], int | None]:
+        """``_entries`` and ``_count`` from one directory read (the start-up scan).
+
+        The count is None when the directory could not be read (``_count`` then decides).
+        """
+        try:
+            with os.scandir(directory) as it:
+                found = [
+                    (entry.name, not entry.is_dir(follow_symlinks=False))
+                    for entry in it
+                    if is_cache_filename(entry.name)
+                ]
+        except FileNotFoundError:
+            return [], None
+        except OSError as exc:
+            errors.append(f"{directory}: cannot list: {_reason(exc)}")
+            return [], None
+        paths = [os.path.join(directory, name) for name, _ in sorted(found)]
+        return paths, sum(1 for _, counted in found if counted)
 
     @staticmethod
     def _count(directory: str) -> int:
@@ -497,6 +533,7 @@ class FSPullRecordsAccessor:
 
     def _changed(self) -> None:
         self._scanned = {}
+        self._counted = {}
         if self._on_change is not None:
             self._on_change()
 
@@ -512,7 +549,7 @@ class FSPullRecordsAccessor:
         intents_mtime = _dir_mtime(self.intents_dir)
         intents: list[ImagePullIntent] = []
         intent_errors: list[str] = []
-        paths = self._entries(self.intents_dir, intent_errors)
+        paths, intents_count = self._entries_and_count(self.intents_dir, intent_errors)
         self.startup_errors.extend(intent_errors)
         for path in paths:
             try:
@@ -534,7 +571,7 @@ class FSPullRecordsAccessor:
         records_mtime = _dir_mtime(self.records_dir)
         records: list[ImagePulledRecord] = []
         record_errors: list[str] = []
-        paths = self._entries(self.records_dir, record_errors)
+        paths, records_count = self._entries_and_count(self.records_dir, record_errors)
         self.startup_errors.extend(record_errors)
         for path in paths:
             try:
@@ -558,5 +595,9 @@ class FSPullRecordsAccessor:
         self._scanned_at = time.monotonic()
         if intents_mtime is not None:
             self._scanned["intent"] = (intents_mtime, intents, intent_errors)
+            if intents_count is not None:
+                self._counted["intent"] = (intents_mtime, intents_count)
         if records_mtime is not None:
             self._scanned["record"] = (records_mtime, records, record_errors)
+            if records_count is not None:
+                self._counted["record"] = (records_mtime, records_count)

@@ -284,8 +284,8 @@ class CachedPullRecordsAccessor:
     def _changed(self) -> None:
         if self._on_change is None:
             return
-        with self._mu:
-            usage = (self._intents.usage_percent(), self._records.usage_percent())
+        # len() of each map is atomic: no lock needed for two figures that are only shown.
+        usage = (self._intents.usage_percent(), self._records.usage_percent())
         if usage == self._reported:
             return  # the gauges already show these values: a miss in a full cache
         try:
