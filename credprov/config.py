@@ -173,13 +173,16 @@ def validate_config(
     Raises:
         ConfigError: ``failed to validate credential provider config: <aggregate>``.
     """
-    from credprov.field_errors import aggregate
     from credprov.validation import validate_credential_provider_config
 
     gates = resolve_feature_gates(feature_gates)
     errors = validate_credential_provider_config(
         config, service_account_token_gate=gates[SERVICE_ACCOUNT_TOKEN_GATE]
     )
+    if not errors:
+        return  # field_errors (and its imports) only when there is something to report
+    from credprov.field_errors import aggregate
+
     message = aggregate(errors)
     if message is not None:
         raise ConfigError(f"failed to validate credential provider config: {message}")

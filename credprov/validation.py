@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from credprov import field_errors as fe
 from credprov.api.internal import (
     EXEC_API_VERSIONS,
     EXEC_GROUP,
@@ -25,6 +24,22 @@ from credprov.api.internal import (
     ServiceAccountTokenAttributes,
 )
 from credprov.durations import format_duration
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from credprov import field_errors as fe
+else:
+
+    class _FieldErrors:
+        """``credprov.field_errors``, imported when a first error is built (a valid config
+        never needs it: it costs start-up time)."""
+
+        def __getattr__(self, name: str) -> object:
+            from credprov import field_errors
+
+            return getattr(field_errors, name)
+
+    fe = _FieldErrors()
 
 EXEC_API_VERSION_V1 = f"{EXEC_GROUP}/v1"
 
