@@ -89,6 +89,8 @@ class CacheEntry:
     # The credentials as the keyring stores them (normalised key, hash, source), computed
     # once when the answer is cached rather than on every hit.
     tracked: list[Any] = field(default_factory=list)
+    # What ``provide`` returns for a hit on this entry, kept by the provider set's memo.
+    result: Any = field(default=None, repr=False, compare=False)
 
 
 class ChangeCounter:

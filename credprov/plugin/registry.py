@@ -53,9 +53,12 @@ class CredentialProviders:
     providers: list[PluginProvider]
     metrics: Metrics
     # image -> (change count, valid until, credentials, results); see the module docstring.
-    _memo: dict[str, tuple[int, int, list[TrackedAuthConfig], list[ProvideResult]]] = field(
+    # The results are shared templates (one per provider for "not matched", one per cache
+    # entry for a hit), copied for every caller: a memoised image costs a few hundred bytes.
+    _memo: dict[str, tuple[int, int, list[TrackedAuthConfig], tuple[ProvideResult, ...]]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _unmatched: tuple[ProvideResult, ...] = field(default=(), init=False, repr=False, compare=False)
     _changes: ChangeCounter | None = field(default=None, init=False, repr=False, compare=False)
     _memo_for: tuple[PluginProvider, ...] = field(default=(), init=False, repr=False, compare=False)
 
@@ -65,6 +68,7 @@ class CredentialProviders:
     def _setup_memo(self) -> None:
         self._memo = {}
         self._memo_for = tuple(self.providers)
+        self._unmatched = tuple(ProvideResult(name=p.name) for p in self.providers)
         self._changes = None
         clocks = {id(p.clock) for p in self.providers}
         if len(clocks) > 1 or any(p.token_attributes is not None for p in self.providers):
@@ -96,19 +100,26 @@ class CredentialProviders:
         seen = changes.value
         keyring = DockerKeyring()
         results = []
+        templates = []
         valid_until: int | None = None
         memoisable = True
-        for provider in providers:
+        for i, provider in enumerate(providers):
             res, entry = provider.provide_entry(image, pod)
             results.append(res)
             if res.credentials:
                 keyring.add_tracked(res.credentials)
             if entry is not None:
+                # A hit's result depends on the entry alone: one template per entry.
+                template = entry.result
+                if template is None:
+                    template = entry.result = _copy_result(res)
+                templates.append(template)
                 due = min(entry.expires_at, provider.cache.purge_due_after)
             elif res.matched:
                 memoisable = False
                 continue
             else:
+                templates.append(self._unmatched[i])
                 continue  # not matched: the provider's cache is not even looked at
             valid_until = due if valid_until is None else min(valid_until, due)
         creds = keyring.lookup(image)
@@ -117,12 +128,7 @@ class CredentialProviders:
         if memoisable and changes.value == seen:
             if len(self._memo) >= _MEMO_SIZE:
                 self._memo = {}
-            self._memo[image] = (
-                seen,
-                valid_until,
-                list(creds),
-                [_copy_result(r) for r in results],
-            )
+            self._memo[image] = (seen, valid_until, list(creds), tuple(templates))
         return creds, results
 
     def _lookup(
