@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from credprov.clock import Clock
+from credprov.errors import CredprovError
 
 #: The cache key of a ``Global`` response (newest kubelet; angle brackets cannot clash
 #: with an image or registry name).
@@ -24,7 +25,7 @@ GLOBAL_CACHE_KEY = "<global>"
 CACHE_PURGE_INTERVAL = 15 * 60 * 1_000_000_000
 
 
-class CacheKeyError(ValueError):
+class CacheKeyError(CredprovError, ValueError):
     """A key component too long for cryptobyte's 16-bit length prefix."""
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from functools import cache, lru_cache
 
+from credprov.errors import CredprovError
+
 __all__ = [
     "InvalidImageError",
     "is_default_registry_match",
@@ -35,7 +37,7 @@ _OFFICIAL_REPO_PREFIX = "library/"
 _DIGEST_HEX_LENGTHS = {"sha256": 64, "sha384": 96, "sha512": 128}
 
 
-class InvalidImageError(ValueError):
+class InvalidImageError(CredprovError, ValueError):
     """An image reference distribution/reference rejects; ``str()`` is its error text."""
 
 

@@ -18,12 +18,13 @@ import sysconfig
 import tempfile
 from dataclasses import dataclass
 
+from credprov.errors import CredprovError
 from credprov.sdk._launch import MARKER
 
 ENTRY_POINT_GROUP = "credprov.plugins"
 
 
-class InstallError(Exception):
+class InstallError(CredprovError):
     """A plugin cannot be installed; ``str()`` is one line."""
 
 

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from credprov.errors import CredprovError
 from credprov.images import is_default_registry_match
 from credprov.matching import urls_match_str
 
@@ -34,7 +35,7 @@ DOCKERCFG_KEY = ".dockercfg"
 _DOCKER_HUB_KEY = "index.docker.io"
 
 
-class KeyringError(ValueError):
+class KeyringError(CredprovError, ValueError):
     """A docker config or pull secret the kubelet could not use; never quotes a secret."""
 
 

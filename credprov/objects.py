@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from credprov.errors import CredprovError
 from credprov.keyring import DockerKeyring, KeyringError, parse_docker_config
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 
 
-class ObjectsError(ValueError):
+class ObjectsError(CredprovError, ValueError):
     """A file that does not hold what was expected; ``str()`` is one line."""
 
 

@@ -126,10 +126,11 @@ def _escape_control(match: re.Match[str]) -> str:
 def terminal_safe(text: str) -> str:
     """``text`` on one line with control characters shown as ``\\xNN`` escapes.
 
-    Line breaks and tabs become single spaces (runs of whitespace are folded); an escape
-    sequence such as ``ESC [ 3 1 m`` prints as ``\\x1b[31m``.
+    Each line is stripped and the lines are joined with single spaces (as the CLI always
+    folded errors); tabs become spaces; an escape sequence such as ``ESC [ 3 1 m`` prints as
+    ``\\x1b[31m``. Spaces inside a line are kept (some kubelet texts have two in a row).
     """
     if not text:
         return text
-    folded = " ".join(text.split())
-    return _CONTROL.sub(_escape_control, folded)
+    folded = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    return _CONTROL.sub(_escape_control, folded.replace("\t", " "))

@@ -31,12 +31,13 @@ import yaml
 
 from credprov._gofmt import go_quote
 from credprov.durations import DurationError, parse_duration
+from credprov.errors import CredprovError
 
 #: ``sigs.k8s.io/json`` stops collecting strict errors after this many.
 MAX_STRICT_ERRORS = 100
 
 
-class DecodeError(ValueError):
+class DecodeError(CredprovError, ValueError):
     """A document the kubelet's decoder would reject; ``str()`` is apimachinery's text."""
 
 

@@ -13,9 +13,12 @@ import sys
 from collections.abc import Sequence
 
 from credprov import __version__
+from credprov.errors import CredprovError
+from credprov.redact import terminal_safe
+from credprov.errors import CredprovError
 
 
-class CLIError(Exception):
+class CLIError(CredprovError):
     """A user-facing error: printed as one line, exit status 1."""
 
 
@@ -102,22 +105,19 @@ def _setup_logging(verbosity: int) -> None:
 
 
 def one_line(message: str) -> str:
-    """Fold a multi-line message (e.g. YAML errors, plugin stderr) into one line."""
-    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+    """Fold a multi-line message (e.g. YAML errors, plugin stderr) into one line, with
+    control characters escaped so nothing from a plugin or a file reaches the terminal raw."""
+    return terminal_safe(str(message))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _setup_logging(args.verbosity)
-    from credprov.config import ConfigError
-    from credprov.durations import DurationError
-    from credprov.keyring import KeyringError
-
     try:
         code: int = args.run(args)
         return code
-    except (CLIError, ConfigError, KeyringError, DurationError) as exc:
+    except CredprovError as exc:
         print(f"credprov: error: {one_line(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

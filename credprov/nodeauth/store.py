@@ -21,6 +21,8 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from credprov.errors import CredprovError
+
 __all__ = [
     "CLUSTER_SCOPED_RESOURCES",
     "KIND_RESOURCES",
@@ -99,7 +101,7 @@ MAX_OBJECTS_FILE_BYTES = 1024 * 1024 * 1024
 _StrList = list[str]
 
 
-class NodeAuthError(ValueError):
+class NodeAuthError(CredprovError, ValueError):
     """Bad objects or a bad request; ``str()`` is one line and quotes no object content."""
 
 

@@ -26,6 +26,7 @@ from credprov.api import internal
 from credprov.api._decode import DecodeError, load_document
 from credprov.api.exec import decode_response, encode_request, interpret_response_gvk
 from credprov.durations import MINUTE
+from credprov.errors import CredprovError
 from credprov.metrics import Metrics
 from credprov.redact import Redactor, terminal_safe
 
@@ -46,7 +47,7 @@ _PIPE_GRACE_SECONDS = 1.0
 _EXIT_POLL_SECONDS = 0.005
 
 
-class PluginError(Exception):
+class PluginError(CredprovError):
     """A plugin execution or response error; ``str()`` is the kubelet's text.
 
     ``detail`` may hold more (a decode reason) and can quote plugin output: it is for

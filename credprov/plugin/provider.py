@@ -33,6 +33,7 @@ from credprov.cache import (
     generate_single_flight_key,
 )
 from credprov.clock import Clock, RealClock
+from credprov.errors import CredprovError
 from credprov.images import parse_registry
 from credprov.keyring import (
     CredentialSource,
@@ -63,7 +64,7 @@ class ServiceAccountInfo:
     annotations: Mapping[str, str] = field(default_factory=dict)
 
 
-class ServiceAccountError(Exception):
+class ServiceAccountError(CredprovError):
     """The service account or its token could not be obtained."""
 
 

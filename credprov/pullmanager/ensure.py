@@ -36,6 +36,7 @@ from typing import Any, Protocol
 from credprov._gofmt import go_quote
 from credprov.clock import Clock, RealClock
 from credprov.durations import format_duration
+from credprov.errors import CredprovError
 from credprov.images import InvalidImageError, parse_image_name
 from credprov.keyring import Keyring, TrackedAuthConfig, make_pull_secret_keyring
 from credprov.plugin.provider import PodInfo
@@ -100,7 +101,7 @@ WARNING = "Warning"
 DEFAULT_IMAGE_TAG = "latest"
 
 
-class CredentialLookupError(Exception):
+class CredentialLookupError(CredprovError):
     """The pod's credentials could not be looked up (bad pull secret, plugin failure)."""
 
 

@@ -11,17 +11,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from credprov.errors import CredprovError
 from credprov.pullmanager.types import ImagePulledRecord, ImagePullIntent
 
 
-class StoreReadError(Exception):
+class StoreReadError(CredprovError):
     """A record or intent file exists but cannot be read or strictly decoded.
 
     The manager fails safe on it: the image counts as kubelet-pulled and must be verified.
     """
 
 
-class StoreWriteError(Exception):
+class StoreWriteError(CredprovError):
     """A record or intent could not be written or deleted (ENOSPC, EACCES, ...)."""
 
 

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from credprov.errors import CredprovError
 from credprov.images import InvalidImageError, parse_image_name
 from credprov.keyring import TrackedAuthConfig
 from credprov.pullmanager.interfaces import RuntimeImage
@@ -43,7 +44,7 @@ __all__ = [
 REGISTRY_UNAVAILABLE = "RegistryUnavailable"
 
 
-class PullError(Exception):
+class PullError(CredprovError):
     """``PullImage`` failed; ``str()`` is the runtime's message (never a password)."""
 
 

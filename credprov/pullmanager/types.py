@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from credprov.errors import CredprovError
+
 GROUP = "kubelet.config.k8s.io"
 VERSIONS = ("v1alpha1", "v1beta1")
 #: What credprov writes (1.35+); v1alpha1 files are read and migrated.
@@ -29,7 +31,7 @@ RECORD_KIND = "ImagePulledRecord"
 _STRICT = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
 
 
-class RecordDecodeError(ValueError):
+class RecordDecodeError(CredprovError, ValueError):
     """A record or intent file that does not decode strictly."""
 
 

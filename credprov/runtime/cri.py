@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from credprov.errors import CredprovError
 from credprov.keyring import TrackedAuthConfig
 from credprov.pullmanager.interfaces import RuntimeImage
 from credprov.pullmanager.runtime import PullError
@@ -92,7 +93,7 @@ _TRANSPORT_CODES = frozenset({"Unavailable", "DeadlineExceeded", "Canceled"})
 _T = TypeVar("_T")
 
 
-class CRIError(Exception):
+class CRIError(CredprovError):
     """The runtime could not be reached, does not speak ``runtime.v1``, or refused a
     request other than a pull. ``str()`` is one line and never holds a password;
     ``code`` is the Go name of the gRPC status (``Unavailable``, ...) when there was one."""
