@@ -38,7 +38,9 @@ def add_parser(sub: Any) -> None:
         default=[],
         metavar="FILE",
         help="a Secret (or List of Secrets) of type kubernetes.io/dockerconfigjson or "
-        "kubernetes.io/dockercfg, YAML or JSON; repeatable",
+        "kubernetes.io/dockercfg, YAML or JSON; repeatable. Other Secrets (and a docker "
+        "config.json, which belongs in --node-docker-config) are ignored as the kubelet "
+        "ignores them, with a warning",
     )
     p.add_argument(
         "--node-docker-config",
@@ -140,7 +142,7 @@ def resolution_to_dict(res: Any, show_secrets: bool) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from credprov.cli._kubelet_node import node_engine
-    from credprov.cli.main import CLIError, one_line
+    from credprov.cli.main import CLIError, one_line, warn
     from credprov.durations import parse_duration
     from credprov.keyring import KeyringError
     from credprov.objects import ObjectsError, load_pull_secrets
@@ -156,7 +158,11 @@ def run(args: argparse.Namespace) -> int:
     if not images and as_pod is not None:
         raise CLIError(f"pod {as_pod.namespace}/{as_pod.name} has no container images: give IMAGE")
     try:
-        secrets = as_pod.secrets if as_pod is not None else load_pull_secrets(args.pull_secret)
+        secrets = (
+            as_pod.secrets
+            if as_pod is not None
+            else load_pull_secrets(args.pull_secret, on_ignored=warn)
+        )
     except ObjectsError as exc:
         raise CLIError(str(exc)) from None
     engine = node_engine(

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from credprov import __version__
 from credprov.errors import CredprovError
 from credprov.redact import terminal_safe
-from credprov.errors import CredprovError
 
 
 class CLIError(CredprovError):
@@ -108,6 +107,11 @@ def one_line(message: str) -> str:
     """Fold a multi-line message (e.g. YAML errors, plugin stderr) into one line, with
     control characters escaped so nothing from a plugin or a file reaches the terminal raw."""
     return terminal_safe(str(message))
+
+
+def warn(message: str) -> None:
+    """One ``credprov: warning: ...`` line on stderr (shown at every verbosity)."""
+    print(f"credprov: warning: {one_line(message)}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

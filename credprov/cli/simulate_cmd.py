@@ -58,8 +58,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--root",
         metavar="DIR",
-        help="kubelet root for the records (overrides the scenario's 'root'; default: a "
-        "temporary directory, removed afterwards)",
+        help="kubelet root for the records (default: a new temporary directory, removed "
+        "afterwards); the path used is printed",
     )
     add_common(p)
     p.set_defaults(run=run)
@@ -222,21 +222,19 @@ def load_scenario(path: str) -> Scenario:
     Raises:
         ScenarioError: one line naming the offending field.
     """
-    import yaml
-
+    from credprov.fileio import read_bounded
+    from credprov.gojson import YAMLError, load_yaml_all
     from credprov.pullmanager.ensure import PULL_POLICIES
     from credprov.pullmanager.policies import DEFAULT_POLICY, validate_policy_config
 
     v = _V(path)
     try:
-        with open(path, "rb") as fh:
-            doc = yaml.safe_load(fh)
+        docs = load_yaml_all(read_bounded(path))
     except OSError as exc:
-        raise ScenarioError(f"cannot read scenario {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise ScenarioError(f"scenario {path} is not valid YAML{where}") from None
+        raise ScenarioError(f"cannot read scenario {path}: {exc.strerror or exc}") from None
+    except YAMLError as exc:
+        raise ScenarioError(f"scenario {path} is {exc}") from None
+    doc = docs[0] if docs else None
     top = v.mapping(
         doc,
         "scenario",
@@ -265,11 +263,12 @@ def load_scenario(path: str) -> Scenario:
     problems = validate_policy_config(policy, allowlist, gate)
     if problems:
         raise v.fail("policy", problems[0])
-    root = top.get("root")
-    if root is not None:
-        root = v.string(root, "root")
-        if not os.path.isabs(root):
-            root = os.path.join(os.path.dirname(os.path.abspath(path)), root)
+    if "root" in top:
+        raise ScenarioError(
+            f"scenario {path}: root: a scenario cannot choose where records are written; "
+            "give --root DIR on the command line"
+        )
+    root = None
 
     def image_spec(value: Any, where: str, *, names_key: str) -> ImageSpec:
         if names_key == "names":
@@ -605,9 +604,8 @@ class Simulation:
 
 @contextlib.contextmanager
 def _root(scenario: Scenario, override: str | None) -> Iterator[str]:
-    root = override or scenario.root
-    if root is not None:
-        yield root
+    if override is not None:
+        yield os.path.abspath(override)
         return
     with tempfile.TemporaryDirectory(prefix="credprov-simulate-") as tmp:
         yield tmp
@@ -629,6 +627,8 @@ def run(args: argparse.Namespace) -> int:
         print_json(
             {
                 "scenario": scenario.path,
+                "root": root,
+                "rootTemporary": args.root is None,
                 "policy": scenario.policy if scenario.feature_gate else None,
                 "featureGate": scenario.feature_gate,
                 "steps": results,
@@ -639,6 +639,8 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         _print_text(scenario, results, records)
+        where = " (a temporary directory, removed afterwards)" if args.root is None else ""
+        print(f"records were written under {root}{where}")
     if failed:
         import sys
 
