@@ -114,7 +114,17 @@ def warn(message: str) -> None:
     print(f"credprov: warning: {one_line(message)}", file=sys.stderr)
 
 
+def _safe_streams() -> None:
+    """Never fail on printing: text that cannot be encoded (an argument with invalid UTF-8,
+    kept by Python as surrogate escapes) is written as backslash escapes instead."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _safe_streams()
     parser = build_parser()
     args = parser.parse_args(argv)
     _setup_logging(args.verbosity)

@@ -147,9 +147,10 @@ def resolve_binary(binary: str) -> str:
 
 
 def _read_token(path: str) -> str:
+    from credprov.fileio import read_bounded
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            token = fh.read().strip()
+        token = read_bounded(path, 1024 * 1024).decode("utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
         raise CLIError(f"cannot read {path}: {reason}") from None
