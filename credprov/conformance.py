@@ -70,6 +70,7 @@ from credprov.durations import SECOND, DurationError, format_duration, parse_dur
 from credprov.images import parse_image_name
 from credprov.matching import explain_match, parse_schemeless_url, urls_match_str
 from credprov.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, ExecPlugin, PluginError
+from credprov.redact import REDACTED, Redactor
 
 __all__ = [
     "MIN_LEAK_LENGTH",
@@ -86,7 +87,6 @@ __all__ = [
 ]
 
 #: Replaces every known secret in a detail.
-REDACTED = "<redacted>"
 
 #: A run slower than this fraction of the deadline is a warning.
 SLOW_FRACTION = 0.1
@@ -250,26 +250,6 @@ def run_conformance(
 
 
 # -- running -----------------------------------------------------------------------------------
-
-
-class Redactor:
-    """Replaces known secrets (raw and JSON-escaped) with :data:`REDACTED`."""
-
-    def __init__(self) -> None:
-        self.secrets: set[str] = set()
-
-    def add(self, value: str) -> None:
-        if value:
-            self.secrets.add(value)
-
-    def __call__(self, text: str) -> str:
-        # Longest first, so a secret that contains another is replaced whole.
-        for value in sorted(self.secrets, key=len, reverse=True):
-            text = text.replace(value, REDACTED)
-            escaped = json.dumps(value)[1:-1]
-            if escaped != value:
-                text = text.replace(escaped, REDACTED)
-        return text
 
 
 @dataclass

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from credprov.cli._output import REDACTED, print_json
-from credprov.cli.main import CLIError, add_common
+from credprov.cli.main import CLIError, add_common, one_line
 
 
 def add_parser(sub: Any) -> None:
@@ -26,18 +26,37 @@ def add_parser(sub: Any) -> None:
         help="send the kubelet's exact request to one configured provider",
         description=(
             "Send exactly the kubelet's request for IMAGE to the provider NAME of the config "
-            "(its binary from --bin-dir, its args and env), and show the request, the raw and "
-            "the decoded response. Passwords are redacted unless --show-secrets. Exit 1 when "
-            "the plugin fails or its response would be rejected by the kubelet."
+            "(its binary from --bin-dir, its args and env), and show the request and the "
+            "decoded response with passwords redacted. The plugin's raw stdout is shown only "
+            "with --show-secrets (it holds the passwords in whatever escaping the plugin "
+            "used). Exit 1 when the plugin fails or its response would be rejected by the "
+            "kubelet."
         ),
     )
     ex.add_argument("name", metavar="NAME", help="provider name in the config")
-    ex.add_argument("--config", required=True, metavar="PATH")
-    ex.add_argument("--bin-dir", required=True, metavar="DIR")
-    ex.add_argument("--image", required=True, metavar="IMG")
-    ex.add_argument("--plugin-timeout", default="1m", metavar="DURATION")
-    ex.add_argument("--show-secrets", action="store_true")
-    ex.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    ex.add_argument(
+        "--config", required=True, metavar="PATH", help="provider config file or directory"
+    )
+    ex.add_argument(
+        "--bin-dir", required=True, metavar="DIR", help="directory of the plugin binaries"
+    )
+    ex.add_argument(
+        "--image", required=True, metavar="IMG", help="the image to ask credentials for"
+    )
+    ex.add_argument(
+        "--plugin-timeout",
+        default="1m",
+        metavar="DURATION",
+        help="deadline for the plugin run (Go duration; the kubelet's is 1m)",
+    )
+    ex.add_argument(
+        "--show-secrets",
+        action="store_true",
+        help="print passwords and the plugin's raw stdout instead of <redacted>",
+    )
+    ex.add_argument(
+        "-o", "--output", choices=("text", "json"), default="text", help="output format"
+    )
     from credprov.cli.config_cmd import add_feature_gates
 
     add_feature_gates(ex)
@@ -70,11 +89,11 @@ def run_exec(args: argparse.Namespace) -> int:
     from credprov.api import internal
     from credprov.cli.config_cmd import feature_gates
     from credprov.config import check_bin_dir, check_plugin_binary, load_config
-    from credprov.conformance import Redactor
     from credprov.durations import format_duration, parse_duration
     from credprov.images import InvalidImageError, parse_image_name
     from credprov.matching import urls_match_str
     from credprov.plugin.exec import ExecPlugin, PluginError
+    from credprov.redact import Redactor
 
     timeout = parse_duration(args.plugin_timeout)
     if timeout <= 0:
@@ -114,26 +133,26 @@ def run_exec(args: argparse.Namespace) -> int:
         result = None
     if result is not None:
         report["durationSeconds"] = round(result.duration, 4)
-        report["stderr"] = result.stderr.decode("utf-8", "replace")
+        # stderr is free text: scrub the config's env values and show it on one line.
+        report["stderr"] = plugin.stderr_text(result.stderr, request)
         try:
             response = plugin.decode(result.stdout)
         except PluginError as exc:
             failed = True
             report["error"] = str(exc)
             report["errorDetail"] = exc.detail if args.show_secrets else None
-            report["stdout"] = (
-                result.stdout.decode("utf-8", "replace")
-                if args.show_secrets
-                else "<not shown: the output does not decode and may hold secrets; "
-                "use --show-secrets>"
-            )
-        else:
-            redact = Redactor()
+            response = None
+        # Raw stdout holds the passwords in whatever escaping the plugin's encoder chose
+        # (Go writes '&' as \u0026...): it is shown only on request, never redacted by search.
+        report["stdout"] = (
+            result.stdout.decode("utf-8", "replace")
+            if args.show_secrets
+            else f"<not shown: it may hold secrets; use --show-secrets ({len(result.stdout)} bytes)>"
+        )
+        if response is not None:
             if not args.show_secrets:
-                for a in response.auth.values():
-                    redact.add(a.password)
-            report["stdout"] = redact(result.stdout.decode("utf-8", "replace"))
-            report["stderr"] = redact(report["stderr"])
+                scrub = Redactor(a.password for a in response.auth.values())
+                report["stderr"] = scrub(report["stderr"])
             valid_type = response.cache_key_type in internal.CACHE_KEY_TYPES
             if not valid_type:
                 failed = True
@@ -169,9 +188,9 @@ def run_exec(args: argparse.Namespace) -> int:
     if "durationSeconds" in report:
         print(f"  ran in {report['durationSeconds'] * 1000:.1f} ms")
     if report.get("stdout") is not None:
-        print(f"  raw response (stdout): {report['stdout'].rstrip()}")
+        print(f"  raw response (stdout): {one_line(report['stdout'])}")
     if report.get("stderr"):
-        print(f"  stderr: {' '.join(report['stderr'].split())}")
+        print(f"  stderr: {report['stderr']}")
     if "response" in report:
         resp = report["response"]
         print(
@@ -182,7 +201,7 @@ def run_exec(args: argparse.Namespace) -> int:
             note = "" if a["matchesImage"] else "  (does not match the image)"
             print(f"    {key}: username={a['username']} password={a['password']}{note}")
     if "error" in report:
-        print(f"  error: {' '.join(report['error'].split())}")
+        print(f"  error: {one_line(report['error'])}")
     return 1 if failed else 0
 
 
