@@ -137,7 +137,7 @@ class PluginProvider:
 
         token = ""
         annotations: dict[str, str] = {}
-        sa_cache_key = ""
+        sa_cache_key = b""
         flight_key: bytes | str = image
         ta = self.token_attributes
         if ta is not None:
@@ -266,7 +266,7 @@ class PluginProvider:
             self.executions += 1
         return self.plugin.exec(request)
 
-    def _cached(self, image: str, sa_cache_key: str) -> CacheEntry | None:
+    def _cached(self, image: str, sa_cache_key: bytes) -> CacheEntry | None:
         self.cache.maybe_purge()
         for base in (image, parse_registry(image), GLOBAL_CACHE_KEY):
             entry = self.cache.get(generate_cache_key(base, sa_cache_key))

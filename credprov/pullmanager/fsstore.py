@@ -126,9 +126,13 @@ class FSPullRecordsAccessor:
 
     Args:
         kubelet_root: the kubelet's root directory (``/var/lib/kubelet``).
-        migrate: rewrite ``v1alpha1`` files as ``v1beta1`` now (what the kubelet does at
-            start). With ``migrate=False`` nothing is written until the first write, so an
+        migrate: create ``image_manager/{pulling,pulled}`` (0700) and rewrite ``v1alpha1``
+            files as ``v1beta1`` now, as the kubelet's accessor does when it is created.
+            With ``migrate=False`` nothing is written until the first write, so an
             inspector leaves the disk untouched.
+
+    Raises:
+        StoreWriteError: with ``migrate``, a directory cannot be created.
         on_change: called after every successful write or delete (the size gauges).
     """
 
@@ -147,6 +151,11 @@ class FSPullRecordsAccessor:
         #: Messages from the start-up migration (upstream only logs them).
         self.startup_errors: list[str] = []
         if migrate:
+            for directory in (self.intents_dir, self.records_dir):
+                try:
+                    _mkdir_all(directory)
+                except OSError as exc:
+                    raise StoreWriteError(f"{directory}: cannot create: {_reason(exc)}") from None
             self._migrate()
 
     # -- intents ------------------------------------------------------------------------------
