@@ -257,7 +257,10 @@ def check_plugin_binary(bin_dir: str, name: str) -> str:
         st = os.stat(path)
     except FileNotFoundError:
         # LookPath returns "" on error, hence the double space the kubelet prints.
-        raise ConfigError("plugin binary executable  did not exist") from None
+        raise ConfigError("plugin binary executable  did not exist").with_hint(
+            f"no file at {path}: the provider name must be the executable's file name "
+            "in the bin dir"
+        ) from None
     except OSError as exc:
         raise ConfigError(
             f"error inspecting binary executable : exec: {go_quote(path)}: {errno_text(exc)}"

@@ -11,4 +11,15 @@ from __future__ import annotations
 
 
 class CredprovError(Exception):
-    """Base class of credprov's user-facing errors."""
+    """Base class of credprov's user-facing errors.
+
+    ``hint`` is an optional second line (what to check or do), printed by the CLI as
+    ``credprov: hint: ...``; it keeps messages that must stay byte-identical to the
+    kubelet's (which may omit the path) useful.
+    """
+
+    hint: str = ""
+
+    def with_hint(self, hint: str) -> CredprovError:
+        self.hint = hint
+        return self

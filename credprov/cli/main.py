@@ -133,6 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except CredprovError as exc:
         print(f"credprov: error: {one_line(str(exc))}", file=sys.stderr)
+        if exc.hint:
+            print(f"credprov: hint: {one_line(exc.hint)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("credprov: interrupted", file=sys.stderr)

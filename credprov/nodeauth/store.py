@@ -247,10 +247,29 @@ def parse_objects(data: bytes, where: str = "objects") -> list[Mapping[str, Any]
 
 
 def _checked(obj: Any, where: str) -> Mapping[str, Any]:
+    """``obj`` if it has a kind and a name and its metadata has the API's types.
+
+    The API server would refuse an object whose ``metadata`` is not an object or whose
+    labels/annotations are not string maps; refusing them here keeps every later reader
+    (graph, authorizer, token requests) free of type checks.
+    """
     try:
         _key(obj)
     except NodeAuthError as exc:
         raise NodeAuthError(f"{where}: {exc}") from None
+    meta = obj.get("metadata")
+    if meta is not None and not isinstance(meta, Mapping):
+        raise NodeAuthError(f"{where}: {obj['kind']} metadata is not an object")
+    for field in ("labels", "annotations"):
+        value = (meta or {}).get(field)
+        if value is not None and not (
+            isinstance(value, Mapping)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+        ):
+            raise NodeAuthError(
+                f"{where}: {obj['kind']} {meta['name']}: metadata.{field} must be a map of "
+                "strings to strings"
+            )
     return obj
 
 
