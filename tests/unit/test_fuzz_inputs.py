@@ -360,6 +360,8 @@ def test_mutated_inputs_never_crash_hang_or_leak(seed_name: str, tmp_path: Path)
                 failures.append(f"round {round_no}: exit {code} {output[:300]!r} on {data[:300]!r}")
             if CANARY in output:
                 failures.append(f"round {round_no}: canary in output {output[:300]!r}")
+    kinds = {k: sum(k in f for f in failures) for k in ("exit 70", "hang", "canary", "Error")}
+    print(f"fuzz {seed_name}: {rounds} rounds, failures {len(failures)} {kinds}")
     assert failures == [], f"{len(failures)} of {rounds} rounds failed:\n" + "\n".join(
         failures[:10]
     )
