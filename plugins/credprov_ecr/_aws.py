@@ -15,13 +15,16 @@ call), botocore retries off (:mod:`credprov_ecr._retry` retries instead), and a 
 200 answer is JSON at all (botocore silently reads malformed JSON as ``{}``).
 
 Error messages are built here from error codes and AWS's own messages, never from response
-bodies (botocore's parser errors quote the body, which may hold a token).
+bodies (botocore's parser errors quote the body, which may hold a token, and botocore takes
+the whole body of an error answer that is not AWS's, e.g. a proxy's HTML page, as its
+message: such a body is dropped before botocore parses it, leaving the HTTP status).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from http import HTTPStatus
 from typing import Any
 
 import botocore.exceptions as bx
@@ -79,22 +82,44 @@ _TRANSIENT_CONNECTION_ERRORS = (
 
 _MAX_MESSAGE = 300
 
+#: HTTP reason phrases, for an error answer that said nothing else.
+_REASONS = {s.value: s.phrase for s in HTTPStatus}
+
 
 class MalformedResponse(Exception):
     """A 200 answer whose body is not the JSON the API defines (the body is not kept)."""
 
 
 def _check_json_body(response_dict: dict[str, Any], operation_model: Any, **_: Any) -> None:
-    # botocore parses a malformed JSON body as {}: the caller would then report "empty
-    # authorization data". Say what really happened instead.
     if operation_model.metadata.get("protocol") != "json":
         return
-    if response_dict.get("status_code") != 200:
-        return
+    status = response_dict.get("status_code")
+    body = response_dict.get("body") or b""
+    if status == 200:
+        # botocore parses a malformed JSON body as {}: the caller would then report "empty
+        # authorization data". Say what really happened instead.
+        try:
+            json.loads(body)
+        except ValueError:
+            raise MalformedResponse("the answer is not valid JSON") from None
+    elif isinstance(status, int) and status >= 300 and not _is_aws_error(response_dict):
+        # botocore quotes an error body it cannot read as the error's message (a proxy's
+        # or load balancer's HTML page, whatever it holds). Without the body it reports the
+        # status alone, which is all that is known about an answer that is not AWS's.
+        response_dict["body"] = b""
+
+
+def _is_aws_error(response_dict: dict[str, Any]) -> bool:
+    """Whether an error answer is AWS's own: a JSON object naming its error type (``__type``),
+    or one sent with the ``x-amzn-ErrorType`` header."""
     try:
-        json.loads(response_dict.get("body") or b"")
+        doc = json.loads(response_dict.get("body") or b"")
     except ValueError:
-        raise MalformedResponse("the answer is not valid JSON") from None
+        return False
+    if not isinstance(doc, dict):
+        return False
+    headers = {str(k).lower() for k in (response_dict.get("headers") or {})}
+    return isinstance(doc.get("__type"), str) or "x-amzn-errortype" in headers
 
 
 class Clients:
@@ -205,6 +230,8 @@ def describe(exc: BaseException) -> str:
         code = str(error.get("Code", "") or "")
         message = _one_line(error.get("Message", "") or "")
         if not code or code == str(status):
+            if not message and isinstance(status, int):
+                message = _REASONS.get(status, "")
             return f"HTTP {status} {message}".rstrip()
         return f"{code} (HTTP {status}): {message}" if message else f"{code} (HTTP {status})"
     if isinstance(exc, MalformedResponse):

@@ -188,6 +188,37 @@ def test_cache_duration(
     assert result.response["cacheDuration"] == expected
 
 
+# A token without expires_in is used as upstream uses it (upstream never reads expires_in),
+# with an unknown lifetime: cacheDuration 0s, which KUBE_SIDECAR_CACHE_DURATION cannot raise.
+NO_EXPIRY: dict[str, tuple[dict[str, Any], str | None, str]] = {
+    "absent": ({"access_token": NODE_TOKEN}, None, "0s"),
+    "null": ({"access_token": NODE_TOKEN, "expires_in": None}, None, "0s"),
+    "absent, env set": ({"access_token": NODE_TOKEN, "token_type": "Bearer"}, "1h", "0s"),
+    "absent, negative env passed on": ({"access_token": NODE_TOKEN}, "-1m", "-1m0s"),
+}
+
+
+@pytest.mark.parametrize("body, sidecar, expected", NO_EXPIRY.values(), ids=NO_EXPIRY.keys())
+def test_token_without_expires_in_is_used_not_cached(
+    env: dict[str, str],
+    cache: Path,
+    mds: FakeMetadataServer,
+    body: dict[str, Any],
+    sidecar: str | None,
+    expected: str,
+) -> None:
+    mds.script("GET", TOKEN_PATH, Reply(200, body))
+    environ = {**env, **({"KUBE_SIDECAR_CACHE_DURATION": sidecar} if sidecar else {})}
+    result = call(ARGS, environ, cache)
+    assert result.code == 0, result.stderr
+    assert result.response is not None
+    assert result.response["cacheDuration"] == expected
+    assert keys(result.response["auth"]) == sorted(FIXED)
+    assert {a["password"] for a in result.response["auth"].values()} == {NODE_TOKEN}
+    assert "no expires_in" in result.stderr  # the -v 2 line says why it is not cached
+    assert NODE_TOKEN not in result.stderr
+
+
 def test_token_cache_duration_function() -> None:
     assert token_cache_duration(3599, None) == "54m59s"
     assert token_cache_duration(301, None) == "1s"
@@ -278,11 +309,6 @@ BAD_ANSWERS: dict[str, tuple[str, list[Reply], str]] = {
         TOKEN_PATH,
         [Reply(200, {"expires_in": 3599, "token": NODE_TOKEN})],
         "malformed token response (no access_token)",
-    ),
-    "expires_in missing": (
-        TOKEN_PATH,
-        [Reply(200, {"access_token": NODE_TOKEN})],
-        "no numeric expires_in",
     ),
     "expires_in a string": (TOKEN_PATH, [token_reply(NODE_TOKEN, "3599")], "no numeric expires_in"),
     "expires_in true": (TOKEN_PATH, [token_reply(NODE_TOKEN, True)], "no numeric expires_in"),
