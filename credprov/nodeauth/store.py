@@ -260,14 +260,15 @@ def _checked(obj: Any, where: str) -> Mapping[str, Any]:
     meta = obj.get("metadata")
     if meta is not None and not isinstance(meta, Mapping):
         raise NodeAuthError(f"{where}: {obj['kind']} metadata is not an object")
+    meta = meta or {}
     for field in ("labels", "annotations"):
-        value = (meta or {}).get(field)
+        value = meta.get(field)
         if value is not None and not (
             isinstance(value, Mapping)
             and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
         ):
             raise NodeAuthError(
-                f"{where}: {obj['kind']} {meta['name']}: metadata.{field} must be a map of "
+                f"{where}: {obj['kind']} {meta.get('name')}: metadata.{field} must be a map of "
                 "strings to strings"
             )
     return obj

@@ -63,11 +63,15 @@ def _go_string(value: str) -> str:
     return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in value)
 
 
-def parse_request(data: bytes) -> Request:
+def parse_request(data: bytes, *, allow_empty_image: bool = False) -> Request:
     """Decode stdin leniently, as upstream plugins decode the kubelet's request.
 
     Unknown fields are ignored (so are the service-account fields in versions before v1);
     a repeated field keeps its last value.
+
+    Args:
+        allow_empty_image: return a request with an empty image instead of refusing it (for
+            plugins that refuse it with their own text).
 
     Raises:
         RequestError: not JSON, not an object, wrong kind or version, wrong types, or an
@@ -102,7 +106,7 @@ def parse_request(data: bytes) -> Request:
         image = ""
     if not isinstance(image, str):
         raise RequestError("request field image is not a string")
-    if not image:
+    if not image and not allow_empty_image:
         raise RequestError("request has an empty image")
     token = doc.get("serviceAccountToken") or ""
     if not isinstance(token, str):

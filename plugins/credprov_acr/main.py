@@ -19,14 +19,11 @@ Only the standard library and ``credprov.sdk`` are imported here.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import BinaryIO
 
 from credprov.sdk import Option, run
-from credprov.sdk._wire import RequestError, parse_request
 
 NAME = "acr-credential-provider"
 HANDLER = "credprov_acr.plugin:provide"
@@ -185,40 +182,6 @@ def normalize_argv(argv: Sequence[str]) -> list[str]:
     return out
 
 
-class EmptyImage(Exception):
-    """The request is valid but for its empty image (see :class:`RequestReader`)."""
-
-
-class RequestReader:
-    """The SDK's stdin. Upstream decodes the request, then refuses an empty image with its
-    own text (``image in plugin request was empty``); the SDK refuses it earlier with a
-    generic one, so a request whose only fault is its empty image raises :class:`EmptyImage`
-    here, and :func:`main` prints upstream's line (exit 1)."""
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self._raw = raw
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._raw.read(size)
-        if _only_fault_is_empty_image(data):
-            raise EmptyImage
-        return data
-
-
-def _only_fault_is_empty_image(data: bytes) -> bool:
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError):
-        return False
-    if not isinstance(doc, dict) or doc.get("image") not in ("", None):
-        return False
-    try:
-        parse_request(json.dumps({**doc, "image": "x"}).encode())
-    except RequestError:
-        return False
-    return True
-
-
 def _check_identity_bindings(values: dict[str, str]) -> None:
     """Upstream's flag rules (``ParseIdentityBindingsConfig``); whether the API server
     address is an IP or resolves is checked when it is used, not on every run."""
@@ -251,16 +214,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--help" in sdk_argv:
         sys.stdout.write(USAGE)
         return 0
-    try:
-        return run(
-            HANDLER,
-            name=NAME,
-            description="Azure Container Registry credentials (acr-credential-provider).",
-            options=OPTIONS,
-            cache=True,
-            argv=sdk_argv,
-            stdin=RequestReader(sys.stdin.buffer),
-        )
-    except EmptyImage:
-        sys.stderr.write(f"{NAME}: image in plugin request was empty\n")
-        return 1
+    return run(
+        HANDLER,
+        name=NAME,
+        description="Azure Container Registry credentials (acr-credential-provider).",
+        options=OPTIONS,
+        cache=True,
+        argv=sdk_argv,
+        # Upstream decodes the request, then refuses an empty image with this text.
+        empty_image_error="image in plugin request was empty",
+    )

@@ -12,14 +12,11 @@ which upstream rejects, so no working upstream config can mean anything else by 
 """
 
 import hashlib
-import json
 import os
 import sys
 from collections.abc import Mapping
-from typing import BinaryIO
 
 from credprov.sdk import Option, run
-from credprov.sdk._wire import RequestError, parse_request
 
 NAME = "ecr-credential-provider"
 
@@ -72,40 +69,6 @@ def normalize_argv(argv: list[str]) -> list[str]:
     return out
 
 
-class EmptyImage(Exception):
-    """The request is valid but for its empty image (see :class:`RequestReader`)."""
-
-
-class RequestReader:
-    """The SDK's stdin. Upstream decodes the request, then refuses an empty image with its
-    own text (``image in plugin request was empty``); the SDK refuses it earlier with a
-    generic one, so a request whose only fault is its empty image raises :class:`EmptyImage`
-    here, and :func:`main` prints upstream's line (exit 1)."""
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self._raw = raw
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._raw.read(size)
-        if _only_fault_is_empty_image(data):
-            raise EmptyImage
-        return data
-
-
-def _only_fault_is_empty_image(data: bytes) -> bool:
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError):
-        return False
-    if not isinstance(doc, dict) or doc.get("image") not in ("", None):
-        return False
-    try:
-        parse_request(json.dumps({**doc, "image": "x"}).encode())
-    except RequestError:
-        return False
-    return True
-
-
 def environment_fingerprint(environ: Mapping[str, str]) -> str:
     """A hash of every ``AWS_*`` variable: the answers' scope in the plugin cache."""
     digest = hashlib.sha256()
@@ -118,19 +81,16 @@ def main() -> int:
     """Run the plugin once (``sys.exit(main())``)."""
     argv = normalize_argv(sys.argv[1:])
     argv += [f"--{SCOPE_OPTION}={environment_fingerprint(os.environ)}"]
-    try:
-        return run(
-            "credprov_ecr.plugin:provide",
-            name=NAME,
-            description="Amazon ECR credentials for the kubelet: GetAuthorizationToken for the "
-            "image's registry (private ECR in every partition, or ECR Public), optionally as "
-            "the role of the pod's service account (eks.amazonaws.com/ecr-role-arn, "
-            "AWS_ECR_ROLE_ARN). Positional arguments are ignored, as upstream.",
-            options=OPTIONS,
-            cache=True,
-            argv=argv,
-            stdin=RequestReader(sys.stdin.buffer),
-        )
-    except EmptyImage:
-        sys.stderr.write(f"{NAME}: image in plugin request was empty\n")
-        return 1
+    return run(
+        "credprov_ecr.plugin:provide",
+        name=NAME,
+        description="Amazon ECR credentials for the kubelet: GetAuthorizationToken for the "
+        "image's registry (private ECR in every partition, or ECR Public), optionally as "
+        "the role of the pod's service account (eks.amazonaws.com/ecr-role-arn, "
+        "AWS_ECR_ROLE_ARN). Positional arguments are ignored, as upstream.",
+        options=OPTIONS,
+        cache=True,
+        argv=argv,
+        # Upstream decodes the request, then refuses an empty image with this text.
+        empty_image_error="image in plugin request was empty",
+    )
