@@ -264,7 +264,7 @@ SEEDS: dict[str, tuple[bytes, str, Commands]] = {
                 output,
             ]
             for output in ("text", "json")
-        ],  # fmt: skip
+        ],
     ),
     "docker-config": (
         DOCKERCFG.encode(),
@@ -283,7 +283,7 @@ SEEDS: dict[str, tuple[bytes, str, Commands]] = {
                 output,
             ]
             for output in ("text", "json")
-        ],  # fmt: skip
+        ],
     ),
     "objects": (
         OBJECTS,
@@ -320,7 +320,7 @@ SEEDS: dict[str, tuple[bytes, str, Commands]] = {
                 "-o",
                 "json",
             ],
-        ],  # fmt: skip
+        ],
     ),
     "record": (RECORD, "", _records),
     "scenario": (SCENARIO, ".yaml", lambda p, t: [["simulate", str(p), "-o", "json"]]),

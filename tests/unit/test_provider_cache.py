@@ -299,8 +299,7 @@ def test_service_account_keys_are_upstreams_bytes() -> None:
     # keeps the bytes; they must not be re-encoded (0xc8 is not the UTF-8 of U+00C8).
     key = generate_service_account_cache_key("ns", "sa", "u" * 200, {"k": "ü"})
     assert key == (
-        b"\x00\x02ns\x00\x02sa\x00\xc8" + b"u" * 200 + b"\x00\x00\x00\x01"
-        b"\x00\x01k\x00\x02\xc3\xbc"
+        b"\x00\x02ns\x00\x02sa\x00\xc8" + b"u" * 200 + b"\x00\x00\x00\x01\x00\x01k\x00\x02\xc3\xbc"
     )
     full = generate_cache_key("registry.io", key)
     assert full[: 2 + 11] == b"\x00\x0bregistry.io"

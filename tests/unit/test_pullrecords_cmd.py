@@ -191,10 +191,10 @@ def test_prune_requires_keep(root: Path) -> None:
 
 
 def test_missing_root(tmp_path: Path) -> None:
-    with pytest.raises(CLIError, match="nope: does not exist$"):
+    with pytest.raises(CLIError, match=r"nope: does not exist$"):
         run(["pull-records", "list", "--root", str(tmp_path / "nope")])
     (tmp_path / "file").write_text("")
-    with pytest.raises(CLIError, match="file: not a directory$"):
+    with pytest.raises(CLIError, match=r"file: not a directory$"):
         run(["pull-records", "list", "--root", str(tmp_path / "file")])
 
 

@@ -118,7 +118,7 @@ def test_one_character_password_does_not_garble_conformance_output(
         '"Registry","auth":{"registry.io":{"username":"u","password":"p"}}}\\n\' "$v"\n'
     )
     script.chmod(0o755)
-    code, out, err = _run(capsys, "plugin", "test", str(script), "--image", "registry.io/app")
+    _, out, _ = _run(capsys, "plugin", "test", str(script), "--image", "registry.io/app")
     assert "credentialprovider.kubelet.k8s.io/v1" in out
     assert "credential<redacted>" not in out and "<redacted>rovider" not in out
 

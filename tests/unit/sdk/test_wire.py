@@ -146,9 +146,7 @@ def test_encoding_matches_engine_encoder(
         "lone-surrogate-is-replacement-char",
     ],
 )
-def test_lenient_requests(
-    data: bytes, image: str, token: str, annotations: dict[str, str]
-) -> None:
+def test_lenient_requests(data: bytes, image: str, token: str, annotations: dict[str, str]) -> None:
     r = parse_request(data)
     assert (r.image, r.service_account_token, r.service_account_annotations) == (
         image,
