@@ -119,7 +119,7 @@ def check_provider_config(ctx: Context) -> list[Finding]:
         return [_skip("provider-config.valid", "no provider config is set")]
     host = ctx.root.host_path(str(path))
     try:
-        config, digest = load_config(host, ctx.gates())
+        config, digest = load_config(host, {SA_TOKEN_GATE: ctx.gate(SA_TOKEN_GATE)})
     except ConfigError as exc:
         message = _one_line(str(exc))
         if not ctx.root.is_host:
