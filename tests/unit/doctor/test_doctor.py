@@ -391,3 +391,41 @@ def test_cli_text_colour_only_on_a_tty(
     assert "\033[" not in out
     assert out.rstrip().endswith("13 pass, 0 warn, 0 fail, 5 skip")
     assert "\nplugins\n" in out and "PASS kubelet.flags" in out
+
+
+def test_readme_example_is_this_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README "Diagnose a node" shows exactly what the command prints on the fixture."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    block = readme.split("## Diagnose a node", 1)[1].split("```console\n", 1)[1]
+    block = block.split("```", 1)[0]
+    command, _, expected = block.partition("\n    --image quay.io/other/app:v1 ")
+    expected = expected.split("\n", 1)[1]
+    root = nodes.kubeadm_node(tmp_path / "node-a")
+    nodes.write_objects(tmp_path / "cluster.json")
+    nodes.write_images(tmp_path / "images.json")
+    monkeypatch.chdir(tmp_path)
+    args = [
+        "doctor",
+        "--root",
+        str(root),
+        "--image",
+        "registry-a.example.com/team/app:v1",
+        "--image",
+        "quay.io/other/app:v1",
+        "--objects",
+        "cluster.json",
+        "--images",
+        "images.json",
+    ]
+    assert command.startswith("$ credprov doctor --root /mnt/node-a --image")
+    assert main(args) == 0
+    out = capsys.readouterr().out.replace(str(root), "/mnt/node-a")
+
+    def norm(text: str) -> str:
+        return re.sub(r"answered in \d+ms", "answered in Nms", text)
+
+    assert norm(out) == norm(expected)
