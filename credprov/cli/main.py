@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     from credprov.cli import (
         config_cmd,
         credentials_cmd,
+        doctor_cmd,
         ensure_cmd,
         explain_cmd,
         imagegc_cmd,
@@ -76,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     config_cmd.add_parser(sub)
     credentials_cmd.add_parser(sub)
+    doctor_cmd.add_parser(sub)
     ensure_cmd.add_parser(sub)
     explain_cmd.add_parser(sub)
     imagegc_cmd.add_parser(sub)
