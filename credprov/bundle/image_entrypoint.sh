@@ -21,7 +21,7 @@ marker="# Written by the credprov-plugins installer image; it is replaced on upg
 
 writable() {
     probe="$1/.credprov-probe.$$"
-    if : >"$probe" 2>/dev/null; then
+    if (: >"$probe") 2>/dev/null; then
         rm -f "$probe"
         return 0
     fi

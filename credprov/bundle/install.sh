@@ -121,7 +121,7 @@ for n in $names; do
 done
 
 probe="$bin_dir/.$runtime_name-probe.$$"
-: >"$probe" 2>/dev/null || fail "bin dir $bin_dir is not writable (read-only mount?)"
+(: >"$probe") 2>/dev/null || fail "bin dir $bin_dir is not writable (read-only mount?)"
 rm -f "$probe"
 
 if [ ! -d "$bin_dir/$vdir" ]; then
