@@ -132,6 +132,9 @@ def bundle_tarball(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if os.environ.get("CREDPROV_REQUIRE_E2E") == "1":
             pytest.fail(reason)
         pytest.skip(reason)
-    from credprov.bundle.build import build_bundle
+    from credprov.bundle.build import tarball_name
+    from credprov.cli.main import main
 
-    return build_bundle(tmp_path_factory.mktemp("bundle")).tarball
+    out = tmp_path_factory.mktemp("bundle")
+    assert main(["bundle", "--out", str(out)]) == 0  # README: credprov bundle --out dist
+    return out / tarball_name()

@@ -63,7 +63,7 @@ def root() -> Iterator[Path]:
 
 def ctr(containerd: Containerd, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["ctr", "--address", str(containerd.socket), *args],
+        ["ctr", "--address", str(containerd.socket), "-n", "k8s.io", *args],
         capture_output=True,
         text=True,
         timeout=120,
