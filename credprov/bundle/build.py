@@ -176,11 +176,7 @@ coll = COLLECT(exe, a.binaries, a.datas, strip=True, upx=False, name="runtime")
 
 def _entry_text(plugins: Sequence[str]) -> str:
     table = {n: PLUGINS[n] for n in plugins}
-    return (
-        "import sys\n"
-        "from credprov.bundle._multicall import main\n"
-        f"sys.exit(main({table!r}))\n"
-    )
+    return f"import sys\nfrom credprov.bundle._multicall import main\nsys.exit(main({table!r}))\n"
 
 
 def _prune_botocore(internal: Path) -> None:
@@ -246,7 +242,7 @@ _GLIBC = re.compile(rb"GLIBC_(2\.\d+(?:\.\d+)?)\x00")
 
 def required_glibc(root: Path) -> str:
     """The newest ``GLIBC_2.x`` symbol version named by any ELF file under ``root``."""
-    newest = (2, 0)
+    newest: tuple[int, ...] = (2, 0)
     for path in root.rglob("*"):
         if path.is_symlink() or not path.is_file():
             continue
@@ -256,7 +252,7 @@ def required_glibc(root: Path) -> str:
             data = fh.read()
         for match in _GLIBC.findall(data):
             version = tuple(int(p) for p in match.decode().split("."))
-            newest = max(newest, version)  # type: ignore[arg-type]
+            newest = max(newest, version)
     return ".".join(str(p) for p in newest)
 
 

@@ -63,7 +63,9 @@ def _info(name: str, kind: bytes, mode: int, size: int = 0, link: str = "") -> t
 
 def _is_static(data: bytes) -> bool:
     """True for an ELF file without a program interpreter (PT_INTERP): no loader needed."""
-    return data[:4] == b"\x7fELF" and b"/ld-linux" not in data[:4096] and b"ld-musl" not in data[:4096]
+    return (
+        data[:4] == b"\x7fELF" and b"/ld-linux" not in data[:4096] and b"ld-musl" not in data[:4096]
+    )
 
 
 def build_layer(tarball: Path, busybox: Path) -> bytes:
@@ -84,21 +86,25 @@ def build_layer(tarball: Path, busybox: Path) -> bytes:
             layer.addfile(_info(f"bin/{applet}", tarfile.SYMTYPE, 0o777, link="busybox"))
         layer.addfile(_info("tmp", tarfile.DIRTYPE, 0o1777))
         try:
-            src = tarfile.open(tarball, "r:gz")
+            _copy_bundle(tarball, layer)
         except (OSError, tarfile.TarError) as exc:
             raise BundleError(f"cannot read bundle {tarball}: {exc}") from None
-        with src:
-            seen = False
-            for member in src:
-                top = member.name.split("/", 1)[0]
-                if top != BUNDLE_DIR or ".." in member.name.split("/"):
-                    raise BundleError(f"{tarball} is not a credprov-plugins bundle")
-                seen = seen or member.name == f"{BUNDLE_DIR}/install"
-                data = src.extractfile(member) if member.isfile() else None
-                layer.addfile(member, data)
-            if not seen:
-                raise BundleError(f"{tarball} has no {BUNDLE_DIR}/install")
     return out.getvalue()
+
+
+def _copy_bundle(tarball: Path, layer: tarfile.TarFile) -> None:
+    """Every member of the bundle tarball into the layer, checked to be a bundle."""
+    with tarfile.open(tarball, "r:gz") as src:
+        seen = False
+        for member in src:
+            top = member.name.split("/", 1)[0]
+            if top != BUNDLE_DIR or ".." in member.name.split("/"):
+                raise BundleError(f"{tarball} is not a credprov-plugins bundle")
+            seen = seen or member.name == f"{BUNDLE_DIR}/install"
+            data = src.extractfile(member) if member.isfile() else None
+            layer.addfile(member, data)
+        if not seen:
+            raise BundleError(f"{tarball} has no {BUNDLE_DIR}/install")
 
 
 def _blob(blobs: dict[str, bytes], data: bytes) -> str:

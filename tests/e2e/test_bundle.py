@@ -188,7 +188,7 @@ def conformance(binary: Path, *args: str) -> list[tuple[str, str, str]]:
 
 def test_plugin_test_results_match_the_venv_plugin(installed: Path, tmp_path: Path) -> None:
     bin_dir = wrapper_bin_dir(installed, tmp_path / "bin")
-    bundled = conformance(bin_dir / "static-credential-provider", f"--arg=--config",
+    bundled = conformance(bin_dir / "static-credential-provider", "--arg=--config",
                           f"--arg={STATIC_FILE}", "--env=CREDPROV_PLUGIN_CACHE_DIR=/tmp/c1")  # fmt: skip
     host_file = tmp_path / "static.yaml"
     shutil.copyfile(inside(installed, STATIC_FILE), host_file)
