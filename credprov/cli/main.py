@@ -51,6 +51,7 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from credprov.cli import (
+        bundle_cmd,
         config_cmd,
         credentials_cmd,
         doctor_cmd,
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_verbosity(parser, default=0)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    bundle_cmd.add_parser(sub)
     config_cmd.add_parser(sub)
     credentials_cmd.add_parser(sub)
     doctor_cmd.add_parser(sub)
