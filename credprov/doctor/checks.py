@@ -19,7 +19,7 @@ from credprov.doctor.context import SA_TOKEN_GATE, Context
 from credprov.doctor.discovery import BIN_DIR, CONFIG
 from credprov.doctor.report import Finding, Status
 from credprov.images import InvalidImageError, parse_image_name
-from credprov.matching import explain_match, parse_schemeless_url, urls_match_str
+from credprov.matching import explain_match, urls_match_str
 
 __all__ = [
     "check_bin_dir",
@@ -153,7 +153,7 @@ def check_lint(ctx: Context) -> list[Finding]:
 
     if ctx.config is None:
         return [_skip("provider-config.lint", "no valid provider config")]
-    warnings = lint_config(ctx.config) + _doctor_lint(ctx.config)
+    warnings = lint_config(ctx.config)
     if not warnings:
         return [Finding("provider-config.lint", Status.PASS, "", "no findings")]
     return [
@@ -172,29 +172,6 @@ def _provider_of(warning: str) -> str:
     if warning.startswith("provider '"):
         return warning.split("'", 2)[1]
     return ""
-
-
-def _doctor_lint(config: internal.CredentialProviderConfig) -> list[str]:
-    """Findings beyond ``config validate``'s: globs in a path, nameless providers."""
-    out: list[str] = []
-    for provider in config.providers:
-        if provider.name == "":
-            out.append(
-                "provider '': has no name, so the kubelet looks for the bin dir itself as "
-                "its executable"
-            )
-        for pattern in provider.match_images:
-            try:
-                url = parse_schemeless_url(pattern)
-            except ValueError:
-                continue
-            if any(ch in url.path for ch in "*?["):
-                out.append(
-                    f"provider {provider.name!r} matchImages entry {pattern!r}: the path is "
-                    "a plain prefix, not a glob, so this never matches an image; match the "
-                    f"host only ({url.host!r}) or use a literal path prefix"
-                )
-    return out
 
 
 # -- bin-dir.exec ------------------------------------------------------------------------------
