@@ -70,7 +70,7 @@ def _requests_per_call(registry: Any, call: Callable[[], Any]) -> int:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from credprov.cli._kubelet_node import KubeletNode, ReportingEngineCredentials
+    from credprov.kubelet.node import KubeletNode, ReportingEngineCredentials
     from credprov.engine import Engine
     from credprov.plugin.provider import PodInfo
     from credprov.pullmanager.ensure import Container

@@ -141,10 +141,10 @@ def resolution_to_dict(res: Any, show_secrets: bool) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from credprov.cli._kubelet_node import node_engine
     from credprov.cli.main import CLIError, one_line, warn
     from credprov.durations import parse_duration
     from credprov.keyring import KeyringError
+    from credprov.kubelet.node import node_engine
     from credprov.objects import ObjectsError, load_pull_secrets
 
     timeout = parse_duration(args.plugin_timeout)
@@ -256,9 +256,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _as_pod(args: argparse.Namespace, gates: Any) -> Any:
-    """The ``--objects/--pod/--node`` pod (:class:`credprov.cli._aspod.AsPod`)."""
-    from credprov.cli._aspod import load_as_pod
+    """The ``--objects/--pod/--node`` pod (:class:`credprov.kubelet.aspod.AsPod`)."""
     from credprov.cli.main import CLIError
+    from credprov.kubelet.aspod import load_as_pod
 
     if not args.objects or not args.pod:
         raise CLIError("--objects and --pod go together (--node needs both)")

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
-from credprov.cli._output import REDACTED, print_json
+from credprov.cli._output import print_json
 from credprov.cli.main import CLIError, add_common, one_line
 
 
@@ -86,100 +85,27 @@ def add_parser(sub: Any) -> None:
 
 
 def run_exec(args: argparse.Namespace) -> int:
-    from credprov.api import internal
     from credprov.cli.config_cmd import feature_gates
-    from credprov.config import check_bin_dir, check_plugin_binary, load_config
-    from credprov.durations import format_duration, parse_duration
-    from credprov.images import InvalidImageError, parse_image_name
-    from credprov.matching import urls_match_str
-    from credprov.plugin.exec import ExecPlugin, PluginError
-    from credprov.redact import Redactor
+    from credprov.durations import parse_duration
+    from credprov.plugin.probe import probe_provider
 
     timeout = parse_duration(args.plugin_timeout)
     if timeout <= 0:
         raise CLIError("--plugin-timeout must be positive")
-    check_bin_dir(args.bin_dir)
-    config, _ = load_config(args.config, feature_gates(args))
-    provider = next((p for p in config.providers if p.name == args.name), None)
-    if provider is None:
-        names = ", ".join(p.name for p in config.providers)
-        raise CLIError(f"no provider {args.name!r} in {args.config} (providers: {names})")
-    path = check_plugin_binary(args.bin_dir, provider.name)
-    try:
-        repo = parse_image_name(args.image)
-    except InvalidImageError as exc:
-        raise CLIError(f"invalid image {args.image!r}: {exc}") from None
-    matched = any(urls_match_str(m, repo) for m in provider.match_images)
-    plugin = ExecPlugin(
-        provider.name, path, provider.api_version, provider.args, provider.env, timeout
+    probe = probe_provider(
+        args.config,
+        args.bin_dir,
+        args.name,
+        args.image,
+        timeout_ns=timeout,
+        feature_gates=feature_gates(args),
+        show_secrets=args.show_secrets,
     )
-    request = internal.CredentialProviderRequest(image=repo)
-    stdin = plugin.request_bytes(request)
-    report: dict[str, Any] = {
-        "provider": provider.name,
-        "command": [path, *provider.args],
-        "env": [e.name for e in provider.env],
-        "image": args.image,
-        "repo": repo,
-        "matched": matched,
-        "request": stdin.decode("utf-8"),
-    }
-    failed = False
-    try:
-        result = plugin.run(request)
-    except PluginError as exc:
-        report["error"] = str(exc)
-        failed = True
-        result = None
-    if result is not None:
-        report["durationSeconds"] = round(result.duration, 4)
-        # stderr is free text: scrub the config's env values and show it on one line.
-        report["stderr"] = plugin.stderr_text(result.stderr, request)
-        try:
-            response = plugin.decode(result.stdout)
-        except PluginError as exc:
-            failed = True
-            report["error"] = str(exc)
-            report["errorDetail"] = exc.detail if args.show_secrets else None
-            response = None
-        # Raw stdout holds the passwords in whatever escaping the plugin's encoder chose
-        # (Go writes '&' as \u0026...): it is shown only on request, never redacted by search.
-        report["stdout"] = (
-            result.stdout.decode("utf-8", "replace")
-            if args.show_secrets
-            else f"<not shown: it may hold secrets; use --show-secrets ({len(result.stdout)} bytes)>"
-        )
-        if response is not None:
-            if not args.show_secrets:
-                scrub = Redactor(a.password for a in response.auth.values())
-                report["stderr"] = scrub(report["stderr"])
-            valid_type = response.cache_key_type in internal.CACHE_KEY_TYPES
-            if not valid_type:
-                failed = True
-                report["error"] = (
-                    "credential provider plugin did not return a valid cacheKeyType: "
-                    f"{json.dumps(response.cache_key_type)}"
-                )
-            report["response"] = {
-                "cacheKeyType": response.cache_key_type,
-                "cacheDuration": (
-                    format_duration(response.cache_duration)
-                    if response.cache_duration is not None
-                    else None
-                ),
-                "auth": {
-                    key: {
-                        "username": a.username,
-                        "password": a.password if args.show_secrets else REDACTED,
-                        "matchesImage": urls_match_str(key, repo),
-                    }
-                    for key, a in response.auth.items()
-                },
-            }
+    report, failed, matched, repo = probe.report, probe.failed, probe.matched, probe.repo
     if args.output == "json":
         print_json(report)
         return 1 if failed else 0
-    print(f"provider {provider.name}: {' '.join(report['command'])}")
+    print(f"provider {report['provider']}: {' '.join(report['command'])}")
     if report["env"]:
         print(f"  env from config: {', '.join(report['env'])} (values not shown)")
     if not matched:

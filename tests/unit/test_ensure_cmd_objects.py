@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from credprov.cli import _kubelet_node
+from credprov.kubelet import node as _kubelet_node
 from credprov.cli.main import main
 from credprov.pullmanager.fsstore import FSPullRecordsAccessor
 from credprov.pullmanager.runtime import FakeRegistry, FakeRuntime, RegistryGrant

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from credprov.cli.main import CLIError
+from credprov.kubelet import KubeletError
 
 if TYPE_CHECKING:
     from credprov.engine import Engine
@@ -71,7 +71,7 @@ class ManagedRuntime(Protocol):
     def remove_image(self, image: str) -> Any: ...
 
 
-#: ``--cri`` value -> an open runtime. Raise :class:`CLIError` for an unusable endpoint.
+#: ``--cri`` value -> an open runtime. Raise :class:`KubeletError` for an unusable endpoint.
 RuntimeFactory = Callable[[str], ManagedRuntime]
 
 
@@ -80,11 +80,11 @@ def parse_cri_endpoint(endpoint: str) -> str:
     ``--container-runtime-endpoint`` form).
 
     Raises:
-        CLIError: another scheme, or no absolute path.
+        KubeletError: another scheme, or no absolute path.
     """
     prefix = "unix://"
     if not endpoint.startswith(prefix) or not endpoint[len(prefix) :].startswith("/"):
-        raise CLIError(
+        raise KubeletError(
             f"--cri {endpoint}: want unix:///path/to/socket (e.g. "
             "unix:///run/containerd/containerd.sock)"
         )
@@ -96,17 +96,17 @@ def open_cri_runtime(endpoint: str, *, pull_timeout: float = 300.0) -> ManagedRu
     when it connects, as the kubelet does).
 
     Raises:
-        CLIError: a bad endpoint, no socket there, or a runtime that does not answer.
+        KubeletError: a bad endpoint, no socket there, or a runtime that does not answer.
     """
     parse_cri_endpoint(endpoint)
     try:
         from credprov.runtime.cri import CRIError, CRIRuntime
     except ImportError as exc:  # a broken install; the client imports grpc lazily itself
-        raise CLIError(f"the CRI client cannot be loaded: {exc}") from None
+        raise KubeletError(f"the CRI client cannot be loaded: {exc}") from None
     try:
         runtime: ManagedRuntime = CRIRuntime(endpoint, pull_timeout=pull_timeout)
     except CRIError as exc:
-        raise CLIError(f"--cri {endpoint}: {exc}") from None
+        raise KubeletError(f"--cri {endpoint}: {exc}") from None
     return runtime
 
 
@@ -173,7 +173,7 @@ def opened_runtime(
     (``--root``), the CRI client's own error the runtime's (``--cri``); anything else passes.
 
     Raises:
-        CLIError: the runtime could not be opened, or the run failed as above.
+        KubeletError: the runtime could not be opened, or the run failed as above.
     """
     if runtime_factory is None:
         runtime = open_cri_runtime(endpoint, pull_timeout=pull_timeout)
@@ -182,10 +182,10 @@ def opened_runtime(
     try:
         yield runtime
     except OSError as exc:
-        raise CLIError(f"--root {root}: {exc.strerror or exc}") from None
+        raise KubeletError(f"--root {root}: {exc.strerror or exc}") from None
     except Exception as exc:
         if is_runtime_error(exc):
-            raise CLIError(f"--cri {endpoint}: {exc}") from None
+            raise KubeletError(f"--cri {endpoint}: {exc}") from None
         raise
     finally:
         close_runtime(runtime)
@@ -198,10 +198,10 @@ def check_root(root: str) -> str:
     image on the node would then look preloaded, usable by any pod.
 
     Raises:
-        CLIError: not a directory.
+        KubeletError: not a directory.
     """
     if not os.path.isdir(root):
-        raise CLIError(f"--root {root}: not a directory (create the kubelet root first)")
+        raise KubeletError(f"--root {root}: not a directory (create the kubelet root first)")
     return root
 
 
@@ -209,13 +209,13 @@ def validate_policy(policy: str, allowlist: Sequence[str]) -> None:
     """The kubelet's configuration checks for the policy and allowlist, its words.
 
     Raises:
-        CLIError: the first problem.
+        KubeletError: the first problem.
     """
     from credprov.pullmanager.policies import validate_policy_config
 
     problems = validate_policy_config(policy, list(allowlist), True)
     if problems:
-        raise CLIError(problems[0])
+        raise KubeletError(problems[0])
 
 
 def node_engine(
@@ -228,11 +228,11 @@ def node_engine(
 ) -> Engine:
     """The node's credential sources: its docker config, then the credential provider
     plugins of ``plugins`` (``(config path, bin dir)``; none when None) with a deadline of
-    ``plugin_timeout`` nanoseconds. With ``as_pod`` (:class:`credprov.cli._aspod.AsPod`),
+    ``plugin_timeout`` nanoseconds. With ``as_pod`` (:class:`credprov.kubelet.aspod.AsPod`),
     KEP-4412 providers reach the API server as the pod's node.
 
     Raises:
-        CLIError: an unreadable or invalid docker config.
+        KubeletError: an unreadable or invalid docker config.
         credprov.config.ConfigError: the kubelet's plugin registration errors.
     """
     from credprov.engine import Engine
@@ -241,7 +241,7 @@ def node_engine(
     try:
         node_keyring = load_docker_config_keyring(node_docker_config)
     except ObjectsError as exc:
-        raise CLIError(str(exc)) from None
+        raise KubeletError(str(exc)) from None
     providers = None
     if plugins is not None:
         from credprov.plugin.registry import register_credential_provider_plugins

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from credprov._gofmt import go_quote
-from credprov.errors import CredprovError
+from credprov.kubelet import KubeletError
 
 __all__ = [
     "CONTAINER_KINDS",
@@ -45,7 +45,7 @@ CONTAINER_KINDS = (
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 
 
-class PodSpecError(CredprovError, ValueError):
+class PodSpecError(KubeletError, ValueError):
     """A pod file the API server would not accept; ``str()`` is one line."""
 
 
