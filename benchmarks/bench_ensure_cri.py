@@ -70,8 +70,8 @@ def _requests_per_call(registry: Any, call: Callable[[], Any]) -> int:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from credprov.kubelet.node import KubeletNode, ReportingEngineCredentials
     from credprov.engine import Engine
+    from credprov.kubelet.node import KubeletNode, ReportingEngineCredentials
     from credprov.plugin.provider import PodInfo
     from credprov.pullmanager.ensure import Container
     from credprov.pullmanager.metrics import PullManagerMetrics

@@ -24,8 +24,10 @@ from credprov.errors import CredprovError
 __all__ = [
     "InvalidImageError",
     "is_default_registry_match",
+    "normalize_reference",
     "parse_image_name",
     "parse_registry",
+    "split_reference",
 ]
 
 _NAME_TOTAL_LENGTH_MAX = 255
@@ -176,3 +178,33 @@ def is_default_registry_match(image: str) -> bool:
         return True
     # Docker reads a "." (domain) or ":" (port) in the first part as a registry host.
     return "." not in first and ":" not in first
+
+
+# -- references as the container runtime stores them ------------------------------------------
+
+
+def split_reference(image: str) -> tuple[str, str, str]:
+    """(normalised repository, tag or "", digest or "") of an image reference.
+
+    Raises:
+        InvalidImageError: not a reference distribution/reference accepts.
+    """
+    repo = parse_image_name(image)  # validates the whole reference
+    name, _, digest = image.partition("@")
+    colon = name.rfind(":")
+    # A ":" after the last "/" starts the tag; before it, it is the registry's port.
+    tag = name[colon + 1 :] if colon > name.rfind("/") else ""
+    return repo, tag, digest
+
+
+def normalize_reference(image: str) -> str:
+    """The fully qualified name containerd stores: ``repo:tag``, ``repo@digest`` or both;
+    no tag and no digest means ``:latest``.
+
+    Raises:
+        InvalidImageError: not a valid reference.
+    """
+    repo, tag, digest = split_reference(image)
+    if digest:
+        return f"{repo}:{tag}@{digest}" if tag else f"{repo}@{digest}"
+    return f"{repo}:{tag or 'latest'}"

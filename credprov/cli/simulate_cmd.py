@@ -5,7 +5,7 @@ pull manager (:mod:`credprov.pullmanager.ensure`, :mod:`credprov.pullmanager.man
 pod step prints what the kubelet would decide (pulled / used the present image /
 ``ErrImageNeverPull`` / pull failed), its events and the
 ``kubelet_image_manager_ensure_image_requests_total`` labels. The node is a fake runtime and
-registry (:mod:`credprov.pullmanager.runtime`); the records are real files in the scenario's
+registry (:mod:`credprov.testing.runtime`); the records are real files in the scenario's
 ``root`` (a temporary directory by default), so ``credprov pull-records`` can inspect them.
 The scenario format is documented in ``docs/simulate.md``; the model and the engine are
 :mod:`credprov.kubelet.scenario` and :mod:`credprov.kubelet.simulation`. This module parses

@@ -419,7 +419,7 @@ def parse_images(data: str, where: str) -> list[RuntimeImage]:
 
 def _default_pull_policy(image: str) -> str:
     """The API server's default: ``Always`` for ``:latest`` or no tag, else ``IfNotPresent``."""
-    from credprov.pullmanager.runtime import split_reference
+    from credprov.images import split_reference
 
     try:
         _, tag, digest = split_reference(image)
@@ -431,7 +431,7 @@ def _default_pull_policy(image: str) -> str:
 
 
 def _find_image(image: str, node_images: list[RuntimeImage]) -> RuntimeImage | None:
-    from credprov.pullmanager.runtime import normalize_reference
+    from credprov.images import normalize_reference
 
     try:
         full = normalize_reference(image)

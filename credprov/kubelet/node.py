@@ -26,9 +26,10 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from credprov.kubelet import KubeletError
+from credprov.pullmanager.interfaces import ImageService
 
 if TYPE_CHECKING:
     from credprov.engine import Engine
@@ -37,7 +38,6 @@ log = logging.getLogger("credprov.cli")
 
 __all__ = [
     "KubeletNode",
-    "ManagedRuntime",
     "PullFailuresAsErrors",
     "ReportingEngineCredentials",
     "RuntimeFactory",
@@ -55,24 +55,8 @@ __all__ = [
 ]
 
 
-class ManagedRuntime(Protocol):
-    """What the commands need from a runtime: the image manager's calls plus removal.
-
-    :class:`credprov.runtime.cri.CRIRuntime` and
-    :class:`credprov.pullmanager.runtime.FakeRuntime` both fit.
-    """
-
-    def pull_image(self, image: str, auth: Any) -> str: ...
-
-    def image_ref(self, image: str) -> str | None: ...
-
-    def list_images(self) -> list[Any]: ...
-
-    def remove_image(self, image: str) -> Any: ...
-
-
 #: ``--cri`` value -> an open runtime. Raise :class:`KubeletError` for an unusable endpoint.
-RuntimeFactory = Callable[[str], ManagedRuntime]
+RuntimeFactory = Callable[[str], ImageService]
 
 
 def parse_cri_endpoint(endpoint: str) -> str:
@@ -91,7 +75,7 @@ def parse_cri_endpoint(endpoint: str) -> str:
     return endpoint[len(prefix) :]
 
 
-def open_cri_runtime(endpoint: str, *, pull_timeout: float = 300.0) -> ManagedRuntime:
+def open_cri_runtime(endpoint: str, *, pull_timeout: float = 300.0) -> ImageService:
     """A CRI client on ``endpoint`` that has answered ``Version`` (the client checks it
     when it connects, as the kubelet does).
 
@@ -104,7 +88,7 @@ def open_cri_runtime(endpoint: str, *, pull_timeout: float = 300.0) -> ManagedRu
     except ImportError as exc:  # a broken install; the client imports grpc lazily itself
         raise KubeletError(f"the CRI client cannot be loaded: {exc}") from None
     try:
-        runtime: ManagedRuntime = CRIRuntime(endpoint, pull_timeout=pull_timeout)
+        runtime: ImageService = CRIRuntime(endpoint, pull_timeout=pull_timeout)
     except CRIError as exc:
         raise KubeletError(f"--cri {endpoint}: {exc}") from None
     return runtime
@@ -121,7 +105,7 @@ def is_runtime_error(exc: BaseException) -> bool:
 
 class PullFailuresAsErrors:
     """A runtime whose ``pull_image`` reports *every* failure as a
-    :class:`credprov.pullmanager.runtime.PullError`.
+    :class:`credprov.testing.runtime.PullError`.
 
     The CRI client raises its own error when the runtime cannot be reached or the pull
     outlives its deadline; the kubelet reports those like any failed pull
@@ -133,7 +117,7 @@ class PullFailuresAsErrors:
         self.runtime = runtime
 
     def pull_image(self, image: str, auth: Any) -> str:
-        from credprov.pullmanager.runtime import PullError
+        from credprov.pullmanager.interfaces import PullError
 
         try:
             ref: str = self.runtime.pull_image(image, auth)
@@ -164,7 +148,7 @@ def opened_runtime(
     runtime_factory: RuntimeFactory | None = None,
     *,
     pull_timeout: float = 300.0,
-) -> Iterator[ManagedRuntime]:
+) -> Iterator[ImageService]:
     """The runtime at ``endpoint`` for one command run over the records under ``root``,
     closed afterwards.
 

@@ -5,7 +5,7 @@ pull manager (:mod:`credprov.pullmanager.ensure`, :mod:`credprov.pullmanager.man
 each pod step yields what the kubelet would decide (pulled / used the present image /
 ``ErrImageNeverPull`` / pull failed), its events and the
 ``kubelet_image_manager_ensure_image_requests_total`` labels. The node's runtime and
-registry are fakes (:mod:`credprov.pullmanager.runtime`); the pull records are real files
+registry are fakes (:mod:`credprov.testing.runtime`); the pull records are real files
 under the root the caller gives, so ``credprov pull-records`` can inspect them.
 """
 
@@ -51,7 +51,7 @@ class Simulation:
             ServiceAccountCoordinates,
         )
         from credprov.pullmanager.metrics import PullManagerMetrics
-        from credprov.pullmanager.runtime import FakeRegistry, FakeRuntime, RegistryGrant
+        from credprov.testing import FakeRegistry, FakeRuntime, RegistryGrant
 
         self.scenario = scenario
         self.root = root

@@ -40,8 +40,8 @@ from credprov.errors import CredprovError
 from credprov.images import InvalidImageError, parse_image_name
 from credprov.keyring import Keyring, TrackedAuthConfig, make_pull_secret_keyring
 from credprov.plugin.provider import PodInfo
+from credprov.pullmanager.interfaces import REGISTRY_UNAVAILABLE, ImageService, PullError
 from credprov.pullmanager.manager import GetPodCredentials
-from credprov.pullmanager.runtime import REGISTRY_UNAVAILABLE, ImageRuntime, PullError
 from credprov.pullmanager.types import (
     ImagePullCredentials,
     ImagePullSecret,
@@ -206,7 +206,7 @@ def apply_default_image_tag(image: str) -> str:
     Raises:
         InvalidImageError: with ``parsers.ParseImageName``'s ``couldn't parse image name``.
     """
-    from credprov.pullmanager.runtime import split_reference
+    from credprov.images import split_reference
 
     try:
         _, tag, digest = split_reference(image)
@@ -220,7 +220,7 @@ def apply_default_image_tag(image: str) -> str:
 def default_pull_policy(image: str) -> str:
     """The API server's ``SetDefaults_Container``: ``Always`` for ``:latest`` (or no tag and
     no digest), ``IfNotPresent`` otherwise."""
-    from credprov.pullmanager.runtime import split_reference
+    from credprov.images import split_reference
 
     try:
         _, tag, digest = split_reference(image)
@@ -389,7 +389,7 @@ class EnsureImage:
 
     def __init__(
         self,
-        runtime: ImageRuntime,
+        runtime: ImageService,
         pull_manager: PullManager | None = None,
         *,
         credentials: CredentialLookup | None = None,

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 import yaml
 
-from credprov.kubelet import node as _kubelet_node
-from credprov.kubelet.podspec import PodSpecError, parse_pod, select_pull_secrets
 from credprov.cli.main import CLIError, main
 from credprov.kubelet import KubeletError
+from credprov.kubelet import node as _kubelet_node
+from credprov.kubelet.podspec import PodSpecError, parse_pod, select_pull_secrets
 from credprov.pullmanager.fsstore import FSPullRecordsAccessor
-from credprov.pullmanager.runtime import FakeRegistry, FakeRuntime, RegistryGrant
+from credprov.testing import FakeRegistry, FakeRuntime, RegistryGrant
 from tests.conftest import CANARY, install_fake_plugin, provider, write_config
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -25,8 +25,8 @@ from credprov.plugin.registry import register_credential_provider_plugins
 from credprov.pullmanager.ensure import Container, EngineCredentials, EnsureImage
 from credprov.pullmanager.fsstore import FSPullRecordsAccessor
 from credprov.pullmanager.manager import ImagePullManager
-from credprov.pullmanager.runtime import FakeRegistry, FakeRuntime, RegistryGrant
 from credprov.pullmanager.types import record_to_json
+from credprov.testing import FakeRegistry, FakeRuntime, RegistryGrant
 from tests.conftest import CANARY
 from tests.unit.nodeauth.kep4412_fixtures import (
     ABSENT,

@@ -29,7 +29,7 @@ from credprov.pullmanager.ensure import (
 from credprov.pullmanager.fsstore import FSPullRecordsAccessor
 from credprov.pullmanager.manager import ImagePullManager, PullIntentError
 from credprov.pullmanager.metrics import PullManagerMetrics
-from credprov.pullmanager.runtime import FakeRegistry, FakeRuntime, RegistryGrant
+from credprov.testing import FakeRegistry, FakeRuntime, RegistryGrant
 
 PRIVATE = "registry.example.com/private/foo:1.0"
 PUBLIC = "registry.example.com/public/bar:2.0"
