@@ -229,7 +229,8 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
             root,
             args.policy,
             args.allowlist,
-            credentials=node_mod.ReportingEngineCredentials(engine),
+            credentials=engine,
+            on_provider_error=node_mod.ProviderErrors(),
             metrics=metrics,
             verify_image_ref=args.verify_image_ref,
             # Another ensure-image, or a daemon, may write the same root at the same time.
@@ -330,7 +331,7 @@ def _ensure_pod(
         service_account_name=pod.service_account_name,
     )
     containers = []
-    provider_errors: list[dict[str, str]] = node.credentials.errors
+    provider_errors: list[dict[str, str]] = node.on_provider_error.errors
     for c in pod.containers:
         seen = len(provider_errors)
         result = node.ensure.ensure_image_exists(

@@ -11,10 +11,9 @@
   (imported lazily: grpc is heavy), checked with ``Version`` so an unreachable endpoint is
   one clear line before anything is decided; :func:`opened_runtime` holds it for one
   command run and turns what goes wrong there into one line naming ``--root`` or ``--cri``;
-* :func:`node_engine` is the node's credential sources (docker config, then the plugins),
-  and :class:`ReportingEngineCredentials` looks credentials up through it, logging and
-  keeping (never raising on) a plugin that failed, as the kubelet carries on with the
-  other sources.
+* :func:`node_engine` is the node's credential chain (pull secrets, docker config, then
+  the plugins), and :class:`ProviderErrors` logs and keeps (never raises on) a plugin
+  that failed, as the kubelet carries on with the other sources.
 
 Nothing here prints: the commands own their output.
 """
@@ -38,8 +37,8 @@ log = logging.getLogger("credprov.cli")
 
 __all__ = [
     "KubeletNode",
+    "ProviderErrors",
     "PullFailuresAsErrors",
-    "ReportingEngineCredentials",
     "RuntimeFactory",
     "check_root",
     "credential_kinds",
@@ -242,35 +241,19 @@ def node_engine(
     return Engine(providers, node_keyring)
 
 
-class ReportingEngineCredentials:
-    """:class:`credprov.pullmanager.ensure.EngineCredentials` that also logs every plugin
-    failure (already scrubbed of secrets by the exec layer) and keeps it in :attr:`errors`:
-    a token request the Node authorizer or NodeRestriction refused is what an operator
-    looks for in a report."""
+class ProviderErrors:
+    """Collects (and logs) every plugin failure during ``ensure-image``: pass it as the
+    image manager's ``on_provider_error``. The error text is already scrubbed of secrets by
+    the exec layer; a token request the Node authorizer or NodeRestriction refused is what
+    an operator looks for in a report. The kubelet carries on with the other credentials."""
 
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
+    def __init__(self) -> None:
         #: ``{"image", "provider", "error"}`` per failed provider lookup, in order.
         self.errors: list[dict[str, str]] = []
 
-    def lookup(self, image: str, pull_secrets: Sequence[Mapping[str, Any]], pod: Any) -> list[Any]:
-        from credprov.pullmanager.ensure import CredentialLookupError
-
-        resolution = self.engine.resolve(image, pull_secrets, pod)
-        if resolution.error:
-            raise CredentialLookupError(resolution.error)
-        for provider in resolution.providers:
-            if provider.error:
-                log.warning(
-                    "credential provider %s failed for %s: %s",
-                    provider.name,
-                    image,
-                    provider.error,
-                )
-                self.errors.append(
-                    {"image": image, "provider": provider.name, "error": provider.error}
-                )
-        return list(resolution.credentials)
+    def __call__(self, image: str, provider: str, error: str) -> None:
+        log.warning("credential provider %s failed for %s: %s", provider, image, error)
+        self.errors.append({"image": image, "provider": provider, "error": error})
 
 
 @dataclass(eq=False)
@@ -289,6 +272,7 @@ class KubeletNode:
     allowlist: Iterable[str] = ()
     _: KW_ONLY
     credentials: Any = None
+    on_provider_error: Any = None
     metrics: Any = None
     feature_gate: bool = True
     verify_image_ref: bool = False
@@ -327,6 +311,7 @@ class KubeletNode:
             self.runtime,
             self.manager,
             credentials=self.credentials,
+            on_provider_error=self.on_provider_error,
             metrics=self.metrics,
             verify_image_ref=self.verify_image_ref,
         )

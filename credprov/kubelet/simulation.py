@@ -12,44 +12,43 @@ under the root the caller gives, so ``credprov pull-records`` can inspect them.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
+from credprov.chain import (
+    CredentialChain,
+    CredentialRequest,
+    KeyringSource,
+    PullSecrets,
+    SourceAnswer,
+)
+from credprov.keyring import DockerKeyring
 from credprov.kubelet.node import KubeletNode, ensure_result_to_dict
 from credprov.kubelet.scenario import PodStep, Scenario, SecretSpec, Step
 
 # -- running ----------------------------------------------------------------------------------
 
 
-class _ScenarioCredentials:
-    """Pod pull secrets, then the node's docker config, then a KEP-4412-style plugin that
-    hands out per-service-account credentials (the kubelet's keyring order)."""
+class _ServiceAccountPlugin:
+    """A KEP-4412-style plugin of the scenario: credentials per service account, as the
+    chain's last source (after pull secrets and the node's docker config)."""
 
-    def __init__(self, node: Any, service_accounts: Mapping[tuple[str, str], Any]) -> None:
-        self.node = node
-        self.service_accounts = service_accounts
+    def __init__(self, keyrings: Mapping[tuple[str, str], DockerKeyring]) -> None:
+        self.keyrings = keyrings
 
-    def lookup(self, image: str, pull_secrets: Sequence[Mapping[str, Any]], pod: Any) -> list[Any]:
-        from credprov.pullmanager.ensure import KeyringCredentials
-
-        creds = KeyringCredentials(self.node).lookup(image, pull_secrets, pod)
-        sa = self.service_accounts.get((pod.namespace, pod.service_account_name))
-        if sa is not None:
-            from credprov.images import parse_image_name
-
-            creds += sa.lookup(parse_image_name(image))
-        return creds
+    def lookup(self, request: CredentialRequest) -> SourceAnswer:
+        pod = request.pod
+        keyring = (
+            None if pod is None else self.keyrings.get((pod.namespace, pod.service_account_name))
+        )
+        return SourceAnswer(keyring.lookup(request.repo) if keyring is not None else [])
 
 
 class Simulation:
     """A node built from a scenario: runtime, registry, manager, image manager."""
 
     def __init__(self, scenario: Scenario, root: str) -> None:
-        from credprov.keyring import (
-            CredentialSource,
-            DockerKeyring,
-            ServiceAccountCoordinates,
-        )
+        from credprov.keyring import CredentialSource, ServiceAccountCoordinates
         from credprov.pullmanager.metrics import PullManagerMetrics
         from credprov.testing import FakeRegistry, FakeRuntime, RegistryGrant
 
@@ -82,7 +81,9 @@ class Simulation:
             )
             keyring.add(sa.auths, source=source, provider="service-account-plugin")
             sa_keyrings[key] = keyring
-        self.credentials = _ScenarioCredentials(node, sa_keyrings)
+        self.credentials = CredentialChain(
+            [PullSecrets(), KeyringSource(node), _ServiceAccountPlugin(sa_keyrings)]
+        )
         # A kubelet start: the pull manager's housekeeping runs against the runtime.
         self.node = KubeletNode(
             self.runtime,
