@@ -99,7 +99,9 @@ class CallRetries:
             if delay is None or self._monotonic() - self._start + delay > self.policy.budget:
                 return None
             if self._on_retry is not None:
-                kind = "throttled" if throttling.is_throttling_error(**kwargs) else "transient error"
+                kind = (
+                    "throttled" if throttling.is_throttling_error(**kwargs) else "transient error"
+                )
                 self._on_retry(kind, self.attempts, delay)
             self._sleep(delay)
             return 0.0  # waited already: botocore's endpoint retries at once

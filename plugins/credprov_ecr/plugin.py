@@ -15,9 +15,9 @@ Behaviour of upstream's plugin (kubernetes/cloud-provider-aws ``cmd/ecr-credenti
    ``cacheKeyType: Registry``, ``cacheDuration`` half the token's remaining lifetime in
    whole seconds (omitted when that is not positive, ``0s`` when ECR gave no expiry).
 
-Beyond upstream: ``-fips`` and dual-stack hosts use the matching API endpoints, throttling
-and transient failures are retried with jitter within bounds, and the answer stays in the
-plugin's own cache for ``cacheDuration`` (see ``main.py``). Failures raise
+Beyond upstream: ``-fips`` and dual-stack hosts use the matching API endpoints, botocore's
+standard retries are kept within a time budget (:mod:`credprov_ecr._retry`), and the answer
+stays in the plugin's own cache for ``cacheDuration`` (see ``main.py``). Failures raise
 :class:`~credprov.sdk.PluginError` with one line that never quotes a response body, the
 service-account token or any credential.
 """
