@@ -11,8 +11,9 @@ which the Go SDK reads before ``AWS_DEFAULT_REGION``, so :class:`Clients` passes
 
 Every client gets: the FIPS / dual-stack variant the registry host names (upstream ignores
 both), HTTP timeouts that keep a call inside the kubelet's deadline (upstream: 30 s per
-call), botocore retries off (:mod:`credprov_ecr._retry` retries instead), and a check that a
-200 answer is JSON at all (botocore silently reads malformed JSON as ``{}``).
+call), botocore's standard retry mode behind the call's time budget
+(:mod:`credprov_ecr._retry`), and a check that a 200 answer is JSON at all (botocore
+silently reads malformed JSON as ``{}``).
 
 Error messages are built here from error codes and AWS's own messages, never from response
 bodies (botocore's parser errors quote the body, which may hold a token, and botocore takes
@@ -34,51 +35,12 @@ from botocore.config import Config
 from botocore.parsers import ResponseParserError
 
 from credprov import __version__
+from credprov_ecr._retry import CallRetries
 
 #: Per-attempt HTTP timeouts in seconds (connect, read): together with the retry budget they
 #: keep a run well inside the kubelet's one-minute deadline.
 CONNECT_TIMEOUT = 10
 READ_TIMEOUT = 20
-
-#: Error codes that mean "slow down" (botocore's standard retry mode list).
-THROTTLING_CODES = frozenset(
-    (
-        "Throttling",
-        "ThrottlingException",
-        "ThrottledException",
-        "RequestThrottledException",
-        "TooManyRequestsException",
-        "ProvisionedThroughputExceededException",
-        "TransactionInProgressException",
-        "RequestLimitExceeded",
-        "BandwidthLimitExceeded",
-        "LimitExceededException",
-        "RequestThrottled",
-        "SlowDown",
-        "PriorRequestNotComplete",
-        "EC2ThrottledException",
-    )
-)
-#: Error codes of failures that a later attempt may not see.
-TRANSIENT_CODES = frozenset(
-    (
-        "RequestTimeout",
-        "RequestTimeoutException",
-        "InternalError",
-        "InternalFailure",
-        "InternalServerError",
-        "ServiceUnavailable",
-        "ServerException",  # ECR's 5xx
-        "IDPCommunicationError",  # STS: the OIDC issuer did not answer
-    )
-)
-TRANSIENT_STATUS = frozenset((429, 500, 502, 503, 504))
-_TRANSIENT_CONNECTION_ERRORS = (
-    bx.EndpointConnectionError,
-    bx.ConnectionClosedError,
-    bx.ConnectTimeoutError,
-    bx.ReadTimeoutError,
-)
 
 _MAX_MESSAGE = 300
 
@@ -165,17 +127,22 @@ class Clients:
         dualstack: bool = False,
         credentials: Mapping[str, str] | None = None,
         unsigned: bool = False,
+        retries: CallRetries | None = None,
     ) -> Any:
         """A client for ``service`` in ``region`` (None: the default region).
 
         ``fips``/``dualstack`` force that endpoint variant; when False the SDK's own settings
         (``AWS_USE_FIPS_ENDPOINT``, the profile) still apply. An endpoint override
-        (``AWS_ENDPOINT_URL_<SERVICE>``, ``AWS_ENDPOINT_URL``) wins over both.
+        (``AWS_ENDPOINT_URL_<SERVICE>``, ``AWS_ENDPOINT_URL``) wins over both. ``retries``:
+        the call's retries (without: botocore's standard mode and its default attempts).
         """
         config = Config(
             connect_timeout=CONNECT_TIMEOUT,
             read_timeout=READ_TIMEOUT,
-            retries={"total_max_attempts": 1, "mode": "standard"},
+            retries={
+                "mode": "standard",
+                **({"total_max_attempts": retries.policy.max_attempts} if retries else {}),
+            },
             use_fips_endpoint=True if fips else None,
             use_dualstack_endpoint=True if dualstack else None,
             user_agent_extra=f"credprov-ecr/{__version__}",
@@ -190,25 +157,9 @@ class Clients:
             }
         client = self.session().create_client(service, region_name=region, config=config, **kwargs)
         client.meta.events.register("before-parse", _check_json_body)
+        if retries is not None:
+            retries.install(client)
         return client
-
-
-def retryable(exc: BaseException) -> bool:
-    """Whether a later attempt may succeed: throttling, 5xx/429, timeouts, lost connections."""
-    if isinstance(exc, bx.ClientError):
-        error = exc.response.get("Error", {})
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        code = error.get("Code", "")
-        return code in THROTTLING_CODES or code in TRANSIENT_CODES or status in TRANSIENT_STATUS
-    return isinstance(exc, _TRANSIENT_CONNECTION_ERRORS)
-
-
-def is_throttling(exc: BaseException) -> bool:
-    """Whether the service asked to slow down."""
-    if not isinstance(exc, bx.ClientError):
-        return False
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return exc.response.get("Error", {}).get("Code", "") in THROTTLING_CODES or status == 429
 
 
 def _one_line(text: str) -> str:

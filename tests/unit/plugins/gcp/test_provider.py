@@ -346,7 +346,9 @@ def test_metadata_server_absent(cache: Path) -> None:
         "account token (connection refused, 3 attempts): not a GCE/GKE node? "
         "(GCE_METADATA_HOST names another metadata server)"
     )
+    # urllib3's backoff: the first retry at once, the second after 200 ms plus jitter.
     assert len(result.sleeps) == 2
+    assert result.sleeps[0] == 0.0 and 0.2 <= result.sleeps[1] <= 0.3
 
 
 def test_retries_then_succeeds_with_bounded_backoff(
@@ -362,7 +364,7 @@ def test_retries_then_succeeds_with_bounded_backoff(
     result = call(ARGS, env, cache)
     assert result.code == 0, result.stderr
     assert mds.paths() == [TOKEN_PATH] * 3 + [EMAIL_PATH]
-    assert 0.05 <= result.sleeps[0] <= 0.1
+    assert result.sleeps[0] == 0.0  # urllib3 retries once at once
     assert result.sleeps[1] == MAX_RETRY_DELAY  # Retry-After, capped
 
 
@@ -375,6 +377,27 @@ def test_transport_budget_and_caps() -> None:
         transport("http://127.0.0.1:1/x")
     assert info.value.reason == "no time left for the request"
     assert safe_url("https://user:pw@host:8443/p/a?sig=x#f") == "https://host:8443/p/a"
+
+
+def test_no_retry_starts_that_the_budget_cannot_hold(mds: FakeMetadataServer) -> None:
+    # 5 s left: less than the attempt's timeout plus the longest wait, so no retry.
+    mds.script("GET", "/x", Reply(503))
+    sleeps: list[float] = []
+    resp = Transport(Budget(5.0), sleep=sleeps.append)(mds.url("/x"), timeout=10.0)
+    assert (resp.status, resp.attempts, sleeps, mds.paths()) == (503, 1, [], ["/x"])
+
+
+def test_read_timeouts_are_retried_and_named() -> None:
+    import socket
+
+    with socket.socket() as server:  # accepts connections, never answers
+        server.bind(("127.0.0.1", 0))
+        server.listen(4)
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/x"
+        transport = Transport(Budget(), attempts=2, sleep=lambda s: None)
+        with pytest.raises(HttpFailure) as info:
+            transport(url, timeout=0.1)
+    assert info.value.detail == "timed out after 0.1s, 2 attempts"
 
 
 # -- workload identity (KEP-4412) ------------------------------------------------------------
