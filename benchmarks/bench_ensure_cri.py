@@ -70,8 +70,8 @@ def _requests_per_call(registry: Any, call: Callable[[], Any]) -> int:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from credprov.cli._kubelet_node import KubeletNode, ReportingEngineCredentials
     from credprov.engine import Engine
+    from credprov.kubelet.node import KubeletNode, ProviderErrors
     from credprov.plugin.provider import PodInfo
     from credprov.pullmanager.ensure import Container
     from credprov.pullmanager.metrics import PullManagerMetrics
@@ -101,7 +101,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 runtime,
                 str(root),
                 "NeverVerifyPreloadedImages",
-                credentials=ReportingEngineCredentials(Engine()),
+                credentials=Engine(),
+                on_provider_error=ProviderErrors(),
                 metrics=PullManagerMetrics(),
             )
             ensure = node.ensure.ensure_image_exists

@@ -1,8 +1,114 @@
 """credprov: the kubelet's image credential providers, in Python.
 
-Public API (stable): :func:`credprov.images.parse_image_name`,
-:func:`credprov.matching.urls_match_str`, :func:`credprov.config.load_config` /
-:class:`credprov.config.ConfigError`, :class:`credprov.keyring.DockerKeyring`.
+The curated public API; every name here is stable. Resolving the credentials the kubelet
+would try for an image is one call::
+
+    import credprov
+
+    res = credprov.resolve_credentials(
+        "registry.example.com/team/app:v1",
+        config="credential-provider-config.yaml",
+        bin_dir="/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec",
+        pull_secrets=[secret_dict],              # optional: the pod's Secrets
+    )
+    for cred in res.credentials:                 # in the order the kubelet tries them
+        cred.username, cred.password, cred.source_label
+
+For many lookups, build the chain once (:func:`default_chain` or :class:`Engine`) and call
+its ``resolve``: it keeps the providers' caches as one kubelet does.
+
+Names are imported lazily (PEP 562): ``import credprov`` costs nothing, so plugins built
+on :mod:`credprov.sdk` keep their start-up lean.
 """
 
+from __future__ import annotations
+
+# Nothing heavy at import: plugins import this package on their warm path (mypy reads
+# this name as typing's TYPE_CHECKING).
+TYPE_CHECKING = False
+
 __version__ = "0.1.0"
+
+#: public name -> module that defines it
+_EXPORTS = {
+    # one call, and the chain behind it
+    "resolve_credentials": "credprov.engine",
+    "Engine": "credprov.engine",
+    "CredentialChain": "credprov.chain",
+    "CredentialSource": "credprov.chain",
+    "ImageResolution": "credprov.chain",
+    "PodInfo": "credprov.chain",
+    "PullSecrets": "credprov.chain",
+    "KeyringSource": "credprov.chain",
+    "PluginProviders": "credprov.chain",
+    "default_chain": "credprov.chain",
+    # images and matchImages
+    "parse_image_name": "credprov.images",
+    "urls_match_str": "credprov.matching",
+    # provider config and plugins
+    "load_config": "credprov.config",
+    "register_credential_provider_plugins": "credprov.plugin.registry",
+    # keyring
+    "DockerKeyring": "credprov.keyring",
+    "TrackedAuthConfig": "credprov.keyring",
+    # errors
+    "CredprovError": "credprov.errors",
+    "ConfigError": "credprov.config",
+}
+
+__all__ = [
+    "ConfigError",
+    "CredentialChain",
+    "CredentialSource",
+    "CredprovError",
+    "DockerKeyring",
+    "Engine",
+    "ImageResolution",
+    "KeyringSource",
+    "PluginProviders",
+    "PodInfo",
+    "PullSecrets",
+    "TrackedAuthConfig",
+    "__version__",
+    "default_chain",
+    "load_config",
+    "parse_image_name",
+    "register_credential_provider_plugins",
+    "resolve_credentials",
+    "urls_match_str",
+]
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'credprov' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:
+    from credprov.chain import (
+        CredentialChain,
+        CredentialSource,
+        ImageResolution,
+        KeyringSource,
+        PluginProviders,
+        PodInfo,
+        PullSecrets,
+        default_chain,
+    )
+    from credprov.config import ConfigError, load_config
+    from credprov.engine import Engine, resolve_credentials
+    from credprov.errors import CredprovError
+    from credprov.images import parse_image_name
+    from credprov.keyring import DockerKeyring, TrackedAuthConfig
+    from credprov.matching import urls_match_str
+    from credprov.plugin.registry import register_credential_provider_plugins

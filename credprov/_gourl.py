@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from credprov._gofmt import go_quote
+from credprov.errors import CredprovError
 
 __all__ = [
     "AddrError",
@@ -43,7 +44,7 @@ __all__ = [
 ]
 
 
-class GoURLError(ValueError):
+class GoURLError(CredprovError, ValueError):
     """A ``*url.Error``: ``str()`` is Go's ``parse "<url>": <reason>``."""
 
     def __init__(self, op: str, url: str, reason: str) -> None:
@@ -53,7 +54,7 @@ class GoURLError(ValueError):
         self.reason = reason
 
 
-class AddrError(ValueError):
+class AddrError(CredprovError, ValueError):
     """A ``*net.AddrError`` from ``net.SplitHostPort``; ``str()`` is Go's text."""
 
     def __init__(self, reason: str, addr: str) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from credprov.clock import Clock
+from credprov.errors import CredprovError
 
 #: The cache key of a ``Global`` response (newest kubelet; angle brackets cannot clash
 #: with an image or registry name).
@@ -31,19 +32,24 @@ GLOBAL_CACHE_KEY = "<global>"
 CACHE_PURGE_INTERVAL = 15 * 60 * 1_000_000_000
 
 
-class CacheKeyError(ValueError):
+class CacheKeyError(CredprovError, ValueError):
     """A key component too long for cryptobyte's 16-bit length prefix."""
 
 
-def _lp16(value: str) -> bytes:
-    raw = value.encode("utf-8", "surrogateescape")
+def _lp16(value: str | bytes) -> bytes:
+    raw = value if isinstance(value, bytes) else value.encode("utf-8", "surrogateescape")
     if len(raw) > 0xFFFF:
         raise CacheKeyError("cache key component longer than 65535 bytes")
     return struct.pack(">H", len(raw)) + raw
 
 
-def generate_cache_key(base: str, service_account_cache_key: str = "") -> bytes:
-    """``lp16(base) || lp16(saKey)``: e.g. ``b"\\x00\\x10test.registry.io\\x00\\x00"``."""
+def generate_cache_key(base: str, service_account_cache_key: bytes = b"") -> bytes:
+    """``lp16(base) || lp16(saKey)``: e.g. ``b"\\x00\\x10test.registry.io\\x00\\x00"``.
+
+    ``service_account_cache_key`` is the raw bytes of
+    :func:`generate_service_account_cache_key` (a Go string is bytes: its length prefix
+    counts bytes, and non-ASCII annotation values or lengths >= 128 stay as they are).
+    """
     if not service_account_cache_key:
         return _lp16(base) + b"\x00\x00"
     return _lp16(base) + _lp16(service_account_cache_key)
@@ -63,12 +69,12 @@ def generate_service_account_cache_key(
     annotations: Mapping[str, str],
     cache_type: str = "",
     token_hash: str = "",
-) -> str:
+) -> bytes:
     """The service-account half of a cache key (KEP-4412); ``Token`` adds the token hash."""
     out = _lp16(namespace) + _lp16(name) + _lp16(uid) + _annotations(annotations)
     if cache_type == "Token":
         out += _lp16("token") + _lp16(token_hash)
-    return out.decode("latin-1")
+    return out
 
 
 def generate_single_flight_key(

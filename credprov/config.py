@@ -19,6 +19,8 @@ from credprov._hashing import sha256 as _sha256
 from credprov.api import internal
 from credprov.api._decode import DecodeError, load_document
 from credprov.api.config import decode_config
+from credprov.errors import CredprovError
+from credprov.fileio import FileTooLargeError, NotRegularFileError, read_bounded, read_stream
 
 SERVICE_ACCOUNT_TOKEN_GATE = "KubeletServiceAccountTokenForCredentialProviders"
 
@@ -32,7 +34,7 @@ _CONFIG_EXTENSIONS = (".json", ".yaml", ".yml")
 MAX_CONFIG_FILE_BYTES = 16 * 1024 * 1024
 
 
-class ConfigError(Exception):
+class ConfigError(CredprovError):
     """A config the kubelet would refuse to start with; ``str()`` is the kubelet's text."""
 
 
@@ -118,29 +120,46 @@ def config_files(path: str) -> list[str]:
 
 def _read_file(path: str) -> bytes:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_CONFIG_FILE_BYTES + 1)
+        return read_bounded(path, MAX_CONFIG_FILE_BYTES)
+    except FileTooLargeError:
+        raise ConfigError(
+            f"unable to read file {go_quote(path)}: larger than {MAX_CONFIG_FILE_BYTES} bytes"
+        ) from None
+    except NotRegularFileError as exc:
+        raise ConfigError(f"unable to read file {go_quote(path)}: {exc.strerror}") from None
     except OSError as exc:
         raise ConfigError(
             f"unable to read file {go_quote(path)}: {os_error('open', path, exc)}"
         ) from None
-    if len(data) > MAX_CONFIG_FILE_BYTES:
+
+
+def _read_stdin() -> bytes:
+    try:
+        return read_stream(limit=MAX_CONFIG_FILE_BYTES, name="standard input")
+    except FileTooLargeError:
         raise ConfigError(
-            f"unable to read file {go_quote(path)}: larger than {MAX_CONFIG_FILE_BYTES} bytes"
-        )
-    return data
+            f"unable to read standard input: larger than {MAX_CONFIG_FILE_BYTES} bytes"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"unable to read standard input: {errno_text(exc)}") from None
 
 
-def read_config(path: str) -> tuple[internal.CredentialProviderConfig, str]:
+def read_config(
+    path: str, *, allow_stdin: bool = False
+) -> tuple[internal.CredentialProviderConfig, str]:
     """Read and decode (not validate) the config at ``path``; returns (config, hash).
+
+    With ``allow_stdin``, ``-`` reads one config document from standard input (a CLI
+    convenience; the kubelet itself has no such path).
 
     Raises:
         ConfigError: the kubelet's read/decode errors.
     """
     digest = _sha256()
     configs: list[internal.CredentialProviderConfig] = []
-    for file in config_files(path):
-        data = _read_file(file)
+    stdin = allow_stdin and path == "-"
+    for file in ["-"] if stdin else config_files(path):
+        data = _read_stdin() if stdin else _read_file(file)
         digest.update(struct.pack(">Q", len(data)))
         digest.update(data)
         try:
@@ -189,13 +208,14 @@ def validate_config(
 
 
 def load_config(
-    path: str, feature_gates: Mapping[str, bool] | None = None
+    path: str, feature_gates: Mapping[str, bool] | None = None, *, allow_stdin: bool = False
 ) -> tuple[internal.CredentialProviderConfig, str]:
     """Read, decode and validate a config file or directory exactly as the kubelet does.
 
     Args:
         path: a config file (any extension) or a directory of ``*.json|*.yaml|*.yml``.
         feature_gates: overrides of :data:`DEFAULT_FEATURE_GATES`.
+        allow_stdin: read ``-`` as one document from standard input.
 
     Returns:
         ``(config, hash)`` where ``hash`` is ``sha256:<hex>`` as in
@@ -205,7 +225,7 @@ def load_config(
         ConfigError: with the kubelet's error text.
     """
     resolve_feature_gates(feature_gates)
-    config, digest = read_config(path)
+    config, digest = read_config(path, allow_stdin=allow_stdin)
     validate_config(config, feature_gates)
     return config, digest
 
@@ -240,7 +260,10 @@ def check_plugin_binary(bin_dir: str, name: str) -> str:
         st = os.stat(path)
     except FileNotFoundError:
         # LookPath returns "" on error, hence the double space the kubelet prints.
-        raise ConfigError("plugin binary executable  did not exist") from None
+        raise ConfigError("plugin binary executable  did not exist").with_hint(
+            f"no file at {path}: the provider name must be the executable's file name "
+            "in the bin dir"
+        ) from None
     except OSError as exc:
         raise ConfigError(
             f"error inspecting binary executable : exec: {go_quote(path)}: {errno_text(exc)}"

@@ -35,11 +35,17 @@ Negative cases, run once on the newest requested version with a shorter deadline
 (:data:`NEGATIVE_TIMEOUT`, the kubelet never sends these so only a hang matters):
 malformed stdin, closed stdin (no request at all), an empty image, an unknown apiVersion
 (``credentialprovider.kubelet.k8s.io/v2``) and a wrong kind. Each gives ``<case>: rejected``
-(PASS on a non-zero exit; FAIL on a hang; on exit 0, FAIL for malformed stdin and for
-answering the unknown apiVersion with that version, WARN otherwise), ``<case>: stderr``
+(PASS on a non-zero exit; FAIL on a hang; on exit 0, FAIL for malformed stdin, WARN
+otherwise: answering the unknown apiVersion, even with that version, is a WARN since no
+kubelet sends it), ``<case>: stderr``
 (WARN when empty, as the kubelet's error would say only ``exit status N``, or when multi-line
 or long, e.g. a traceback) and, when the request carried a canary token,
 ``<case>: no secret in stderr`` (FAIL when the canary appears).
+
+A hung plugin is judged within one deadline: after the first run that overruns its deadline
+(a positive case, the service-account probe or a negative case), every remaining run is not
+made and is reported as one SKIP check (``exit``, ``service-account fields accepted`` or
+``<case>: rejected``) whose detail names that first overrun.
 
 There is no default image: a plugin answers for the registries it serves, so only the caller
 knows an image it should answer for. Images are normalised as the kubelet does
@@ -70,6 +76,7 @@ from credprov.durations import SECOND, DurationError, format_duration, parse_dur
 from credprov.images import parse_image_name
 from credprov.matching import explain_match, parse_schemeless_url, urls_match_str
 from credprov.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, ExecPlugin, PluginError
+from credprov.redact import REDACTED, Redactor
 
 __all__ = [
     "MIN_LEAK_LENGTH",
@@ -86,7 +93,6 @@ __all__ = [
 ]
 
 #: Replaces every known secret in a detail.
-REDACTED = "<redacted>"
 
 #: A run slower than this fraction of the deadline is a warning.
 SLOW_FRACTION = 0.1
@@ -195,8 +201,12 @@ def run_conformance(
     timeout_ns: int = DEFAULT_PLUGIN_TIMEOUT,
     service_account_token: str | None = None,
     annotations: Mapping[str, str] | None = None,
+    probes: bool = True,
 ) -> Report:
     """Run every check against ``binary``; requests run one after the other.
+
+    ``probes=False`` runs only the requests a kubelet sends (no service-account probe, no
+    negative cases): one run per (image, apiVersion), as ``credprov doctor`` needs.
 
     ``api_versions`` empty means all three; ``env`` is appended to this process's
     environment as a provider's ``env`` is.
@@ -242,34 +252,15 @@ def run_conformance(
             )
             report.checks.extend(_positive_checks(ctx, version, request))
     v1_version = api_version_of("v1")
-    if not token and v1_version in versions:
+    if probes and not token and v1_version in versions:
         report.checks.extend(_service_account_checks(ctx, repos[0], annotations))
-    report.checks.extend(_negative_checks(ctx, _newest(versions), repos[0]))
+    if probes:
+        report.checks.extend(_negative_checks(ctx, _newest(versions), repos[0]))
     report.duration = time.monotonic() - start
     return report
 
 
 # -- running -----------------------------------------------------------------------------------
-
-
-class Redactor:
-    """Replaces known secrets (raw and JSON-escaped) with :data:`REDACTED`."""
-
-    def __init__(self) -> None:
-        self.secrets: set[str] = set()
-
-    def add(self, value: str) -> None:
-        if value:
-            self.secrets.add(value)
-
-    def __call__(self, text: str) -> str:
-        # Longest first, so a secret that contains another is replaced whole.
-        for value in sorted(self.secrets, key=len, reverse=True):
-            text = text.replace(value, REDACTED)
-            escaped = json.dumps(value)[1:-1]
-            if escaped != value:
-                text = text.replace(escaped, REDACTED)
-        return text
 
 
 @dataclass
@@ -316,6 +307,8 @@ class _Context:
     redactor: Redactor = field(default_factory=Redactor)
     # Values searched for in stderr: tokens sent and long enough passwords received.
     leak_values: dict[str, str] = field(default_factory=dict)
+    # The first run that overran its deadline (a hung plugin): later runs are skipped.
+    overrun: str | None = None
 
     @property
     def name(self) -> str:
@@ -333,10 +326,29 @@ class _Context:
 
     def execute(
         self,
+        what: str,
         api_version: str,
         request: internal.CredentialProviderRequest,
         raw_stdin: bytes | None = None,
         timeout_ns: int | None = None,
+    ) -> _Outcome:
+        """Run the plugin once; ``what`` names the run if it is the first to overrun."""
+        out = self._execute(api_version, request, raw_stdin, timeout_ns)
+        deadline_ns = self.timeout_ns if timeout_ns is None else timeout_ns
+        if self.overrun is None and (out.timed_out or out.duration > deadline_ns / 1e9):
+            self.overrun = f"{what} overran the {format_duration(deadline_ns)} deadline"
+        return out
+
+    def skip_reason(self) -> str:
+        """Why a run is not made: the first overrun (call only when there was one)."""
+        return self.detail(f"not run: {self.overrun}; a hung plugin is judged within one deadline")
+
+    def _execute(
+        self,
+        api_version: str,
+        request: internal.CredentialProviderRequest,
+        raw_stdin: bytes | None,
+        timeout_ns: int | None,
     ) -> _Outcome:
         plugin = self.plugin(api_version, timeout_ns)
         plugin.raw_stdin = raw_stdin
@@ -398,7 +410,10 @@ _AFTER_EXIT = (
 def _positive_checks(
     ctx: _Context, version: str, request: internal.CredentialProviderRequest
 ) -> list[Check]:
-    out = ctx.execute(version, request)
+    if ctx.overrun is not None:
+        return [Check("exit", Status.SKIP, ctx.skip_reason(), None, version, request.image)]
+    short = version.rsplit("/", 1)[-1]
+    out = ctx.execute(f"the {short} request for {request.image}", version, request)
     checks: list[Check] = []
 
     def add(name: str, status: Status, detail: str = "") -> None:
@@ -590,6 +605,9 @@ def _service_account_checks(
     ctx: _Context, image: str, annotations: Mapping[str, str] | None
 ) -> list[Check]:
     version = api_version_of("v1")
+    if ctx.overrun is not None:
+        name = "service-account fields accepted"
+        return [Check(name, Status.SKIP, ctx.skip_reason(), None, version, image)]
     marker = secrets.token_hex(16)
     token = _dummy_token(marker)
     ctx.redactor.add(token)
@@ -599,7 +617,7 @@ def _service_account_checks(
         service_account_token=token,
         service_account_annotations=dict(annotations or {"credprov.io/conformance": "probe"}),
     )
-    out = ctx.execute(version, request)
+    out = ctx.execute(f"the v1 request with a token for {image}", version, request)
     checks: list[Check] = []
 
     def add(name: str, status: Status, detail: str = "") -> None:
@@ -686,7 +704,7 @@ def _negative_cases(version: str, image: str) -> list[_Case]:
             image,
             request(internal.REQUEST_KIND, UNKNOWN_API_VERSION, image, token),
             marker,
-            Status.WARN,  # FAIL when it answers with the unknown version: see below
+            Status.WARN,
         )
     )
     marker, token = canary()
@@ -707,10 +725,23 @@ def _negative_checks(ctx: _Context, version: str, image: str) -> list[Check]:
     checks: list[Check] = []
     timeout_ns = min(ctx.timeout_ns, NEGATIVE_TIMEOUT)
     for case in _negative_cases(version, image):
+        if ctx.overrun is not None:
+            checks.append(
+                Check(
+                    f"{case.name}: rejected",
+                    Status.SKIP,
+                    ctx.skip_reason(),
+                    None,
+                    case.version,
+                    case.image,
+                )
+            )
+            continue
         if case.canary is not None:
             ctx.redactor.add(case.canary)
         # The probe's own apiVersion only matters for decoding, which is not used here.
         out = ctx.execute(
+            f"the {case.name} case",
             case.version if case.version in internal.EXEC_API_VERSIONS else version,
             internal.CredentialProviderRequest(image=case.image or ""),
             raw_stdin=case.stdin,
@@ -765,10 +796,11 @@ def _rejected_verdict(case: _Case, out: _Outcome, timeout_ns: int) -> tuple[Stat
     if case.version == UNKNOWN_API_VERSION:
         with contextlib.suppress(DecodeError):
             if interpret_response_gvk(out.stdout) == UNKNOWN_API_VERSION:
+                # No kubelet sends it, so nothing is misused: a warning, not a failure.
                 return (
-                    Status.FAIL,
+                    Status.WARN,
                     f"answered {UNKNOWN_API_VERSION} with that version: it does not check "
-                    "the request's apiVersion",
+                    "the request's apiVersion (no kubelet sends it)",
                 )
     return case.on_exit_zero, "exit status 0: the plugin should reject this request"
 

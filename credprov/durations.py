@@ -8,6 +8,8 @@ nanoseconds everywhere in credprov.
 
 from __future__ import annotations
 
+from credprov.errors import CredprovError
+
 NANOSECOND = 1
 MICROSECOND = 1000 * NANOSECOND
 MILLISECOND = 1000 * MICROSECOND
@@ -29,7 +31,7 @@ _UNITS = {
 }
 
 
-class DurationError(ValueError):
+class DurationError(CredprovError, ValueError):
     """A string that ``time.ParseDuration`` would reject; ``str()`` is Go's text."""
 
 

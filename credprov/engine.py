@@ -80,3 +80,44 @@ class Engine:
             resolution.providers = results
         resolution.credentials = creds
         return resolution
+
+
+def resolve_credentials(
+    image: str,
+    config: str | None = None,
+    bin_dir: str | None = None,
+    *,
+    pull_secrets: Iterable[Mapping[str, Any]] = (),
+    node_docker_config: str | None = None,
+    pod: PodInfo | None = None,
+    feature_gates: Mapping[str, bool] | None = None,
+) -> ImageResolution:
+    """The credentials the kubelet would try for ``image``, in order, in one call.
+
+    Args:
+        image: as in a pod spec (``nginx:1``, ``registry.io/team/app@sha256:...``).
+        config: a provider config file or directory (plugins are run when given).
+        bin_dir: the plugins' directory (``--image-credential-provider-bin-dir``).
+        pull_secrets: the pod's pull Secrets, as dicts.
+        node_docker_config: the node's docker ``config.json``.
+        pod: the pod, for KEP-4412 providers.
+        feature_gates: kubelet feature gate overrides.
+
+    Raises:
+        credprov.errors.CredprovError: a bad config or bin dir (the kubelet's text), an
+            unreadable docker config, or a pull secret whose payload does not parse.
+    """
+    from credprov.objects import load_docker_config_keyring
+    from credprov.plugin.registry import register_credential_provider_plugins
+
+    if (config is None) != (bin_dir is None):
+        from credprov.config import ConfigError
+
+        raise ConfigError("give both config and bin_dir, or neither")
+    providers = (
+        register_credential_provider_plugins(config, bin_dir, feature_gates)
+        if config is not None and bin_dir is not None
+        else None
+    )
+    engine = Engine(providers, load_docker_config_keyring(node_docker_config))
+    return engine.resolve(image, list(pull_secrets), pod)

@@ -19,11 +19,15 @@ from __future__ import annotations
 import re
 from functools import cache, lru_cache
 
+from credprov.errors import CredprovError
+
 __all__ = [
     "InvalidImageError",
     "is_default_registry_match",
+    "normalize_reference",
     "parse_image_name",
     "parse_registry",
+    "split_reference",
 ]
 
 _NAME_TOTAL_LENGTH_MAX = 255
@@ -35,7 +39,7 @@ _OFFICIAL_REPO_PREFIX = "library/"
 _DIGEST_HEX_LENGTHS = {"sha256": 64, "sha384": 96, "sha512": 128}
 
 
-class InvalidImageError(ValueError):
+class InvalidImageError(CredprovError, ValueError):
     """An image reference distribution/reference rejects; ``str()`` is its error text."""
 
 
@@ -175,3 +179,33 @@ def is_default_registry_match(image: str) -> bool:
         return True
     # Docker reads a "." (domain) or ":" (port) in the first part as a registry host.
     return "." not in first and ":" not in first
+
+
+# -- references as the container runtime stores them ------------------------------------------
+
+
+def split_reference(image: str) -> tuple[str, str, str]:
+    """(normalised repository, tag or "", digest or "") of an image reference.
+
+    Raises:
+        InvalidImageError: not a reference distribution/reference accepts.
+    """
+    repo = parse_image_name(image)  # validates the whole reference
+    name, _, digest = image.partition("@")
+    colon = name.rfind(":")
+    # A ":" after the last "/" starts the tag; before it, it is the registry's port.
+    tag = name[colon + 1 :] if colon > name.rfind("/") else ""
+    return repo, tag, digest
+
+
+def normalize_reference(image: str) -> str:
+    """The fully qualified name containerd stores: ``repo:tag``, ``repo@digest`` or both;
+    no tag and no digest means ``:latest``.
+
+    Raises:
+        InvalidImageError: not a valid reference.
+    """
+    repo, tag, digest = split_reference(image)
+    if digest:
+        return f"{repo}:{tag}@{digest}" if tag else f"{repo}@{digest}"
+    return f"{repo}:{tag or 'latest'}"

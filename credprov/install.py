@@ -18,12 +18,14 @@ import sysconfig
 import tempfile
 from dataclasses import dataclass
 
+from credprov.errors import CredprovError
+from credprov.fileio import read_bounded
 from credprov.sdk._launch import MARKER
 
 ENTRY_POINT_GROUP = "credprov.plugins"
 
 
-class InstallError(Exception):
+class InstallError(CredprovError):
     """A plugin cannot be installed; ``str()`` is one line."""
 
 
@@ -87,13 +89,22 @@ def launcher_text(name: str, entry: str, interpreter: str | None = None) -> str:
     )
 
 
-def _is_ours(path: str) -> bool:
+#: Launchers are a few hundred bytes; anything bigger at a target name is not ours.
+_MAX_LAUNCHER_BYTES = 64 * 1024
+
+
+def _current(path: str) -> bytes | None:
+    """The bytes of the regular file at ``path`` (never following a symlink), or None when
+    it is anything else (a symlink, a FIFO, a device, too big, unreadable)."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(4096)
+        return read_bounded(path, _MAX_LAUNCHER_BYTES, follow_symlinks=False)
     except OSError:
-        return False
-    return MARKER.encode() in head
+        return None
+
+
+def _is_ours(path: str) -> bool:
+    current = _current(path)
+    return current is not None and MARKER.encode() in current[:4096]
 
 
 def install(
@@ -130,12 +141,8 @@ def install(
     for name, path, text in plans:
         status = "installed"
         if os.path.lexists(path):
-            try:
-                with open(path, encoding="utf-8") as fh:
-                    current = fh.read()
-            except (OSError, UnicodeDecodeError):
-                current = None
-            if current == text and os.access(path, os.X_OK):
+            current = _current(path)
+            if current == text.encode("utf-8") and os.access(path, os.X_OK):
                 results.append(InstallResult(name, path, "unchanged"))
                 continue
             status = "updated"

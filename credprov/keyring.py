@@ -22,7 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from credprov import gojson
 from credprov._hashing import sha256
+from credprov.errors import CredprovError
 from credprov.images import is_default_registry_match
 from credprov.matching import host_match_paths, split_plain_target, urls_match_str
 
@@ -34,7 +36,7 @@ DOCKERCFG_KEY = ".dockercfg"
 _DOCKER_HUB_KEY = "index.docker.io"
 
 
-class KeyringError(ValueError):
+class KeyringError(CredprovError, ValueError):
     """A docker config or pull secret the kubelet could not use; never quotes a secret."""
 
 
@@ -310,8 +312,8 @@ def parse_docker_config(data: bytes | str) -> dict[str, Any]:
         KeyringError: not JSON, or not an object of entries.
     """
     try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError):
+        doc = gojson.loads(data)
+    except ValueError:  # UnicodeDecodeError too
         raise KeyringError("docker config is not valid JSON") from None
     if not isinstance(doc, dict):
         raise KeyringError("docker config is not a JSON object")
@@ -345,12 +347,46 @@ def _secret_bytes(secret: Mapping[str, Any], key: str) -> bytes | None:
 
 
 def secret_coordinates(secret: Mapping[str, Any]) -> SecretCoordinates:
+    """The Secret's uid, namespace and name (empty when absent).
+
+    Raises:
+        KeyringError: ``metadata`` is not an object.
+    """
     meta = secret.get("metadata") or {}
+    if not isinstance(meta, Mapping):
+        raise KeyringError("secret metadata is not an object")
     return SecretCoordinates(
         uid=str(meta.get("uid") or ""),
         namespace=str(meta.get("namespace") or ""),
         name=str(meta.get("name") or ""),
     )
+
+
+def unusable_pull_secret_reason(secret: Mapping[str, Any]) -> str | None:
+    """Why the kubelet would silently skip ``secret`` as a pull secret, or None if it is used.
+
+    The kubelet uses only ``kubernetes.io/dockerconfigjson`` (key ``.dockerconfigjson``)
+    and ``kubernetes.io/dockercfg`` (key ``.dockercfg``) Secrets and ignores anything else;
+    tools that load pull secrets from files use this to say so instead.
+    """
+    if "kind" not in secret and ("auths" in secret or "credHelpers" in secret):
+        return "is a docker config.json, not a Secret (use --node-docker-config for that)"
+    kind = secret.get("type")
+    key = {DOCKER_CONFIG_JSON_TYPE: DOCKER_CONFIG_JSON_KEY, DOCKERCFG_TYPE: DOCKERCFG_KEY}.get(
+        kind if isinstance(kind, str) else ""
+    )
+    if key is None:
+        return (
+            f"has type {json.dumps(kind) if kind is not None else '(none)'}: only "
+            f"{DOCKER_CONFIG_JSON_TYPE} and {DOCKERCFG_TYPE} Secrets carry pull credentials"
+        )
+    data = secret.get("data") or {}
+    string_data = secret.get("stringData") or {}
+    if not (isinstance(data, Mapping) and key in data) and not (
+        isinstance(string_data, Mapping) and key in string_data
+    ):
+        return f"has no {key} key in data or stringData"
+    return None
 
 
 def make_pull_secret_keyring(secrets: Iterable[Mapping[str, Any]]) -> DockerKeyring:
@@ -371,8 +407,8 @@ def make_pull_secret_keyring(secrets: Iterable[Mapping[str, Any]]) -> DockerKeyr
             payload = _secret_bytes(secret, DOCKER_CONFIG_JSON_KEY)
             if payload:
                 try:
-                    doc = json.loads(payload)
-                except (ValueError, RecursionError):
+                    doc = gojson.loads(payload)
+                except ValueError:
                     raise KeyringError(
                         f"{where}: {DOCKER_CONFIG_JSON_KEY} is not valid JSON"
                     ) from None
@@ -389,8 +425,8 @@ def make_pull_secret_keyring(secrets: Iterable[Mapping[str, Any]]) -> DockerKeyr
             payload = _secret_bytes(secret, DOCKERCFG_KEY)
             if payload:
                 try:
-                    auths = json.loads(payload)
-                except (ValueError, RecursionError):
+                    auths = gojson.loads(payload)
+                except ValueError:
                     raise KeyringError(f"{where}: {DOCKERCFG_KEY} is not valid JSON") from None
                 if not isinstance(auths, dict):
                     raise KeyringError(f"{where}: {DOCKERCFG_KEY} is not a JSON object")

@@ -45,6 +45,12 @@ def _match_image_warnings(provider: str, pattern: str) -> list[str]:
                 f"{where}: kubelets built with Go 1.24.8, 1.25.2 or later reject this "
                 f"host ({exc.reason}); avoid '[...]' in the host"
             )
+    if any(ch in url.path for ch in "*?["):
+        warnings.append(
+            f"{where}: the path part is matched as a literal prefix, not a glob, so "
+            f"{url.path!r} matches no image; drop it (e.g. {url.host!r}) to match every "
+            "repository of the registry"
+        )
     if url.host != url.host.lower():
         warnings.append(
             f"{where}: upper-case letters in the host never match a normalised image name"
@@ -55,7 +61,12 @@ def _match_image_warnings(provider: str, pattern: str) -> list[str]:
 def lint_config(config: internal.CredentialProviderConfig) -> list[str]:
     """Warnings for a config that validation accepts, in config order."""
     warnings: list[str] = []
-    for provider in config.providers:
+    for number, provider in enumerate(config.providers, 1):
+        if not provider.name:
+            warnings.append(
+                f"provider #{number} has no name: the kubelet accepts the config but fails "
+                "at start-up, because the plugin path is the bin dir itself"
+            )
         for pattern in provider.match_images:
             warnings.extend(_match_image_warnings(provider.name, pattern))
         if provider.default_cache_duration == 0:

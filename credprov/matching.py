@@ -29,6 +29,7 @@ from functools import lru_cache
 
 from credprov._gofmt import go_quote
 from credprov._gourl import AddrError, GoURL, GoURLError, parse, split_host_port
+from credprov.errors import CredprovError
 
 __all__ = [
     "MatchExplanation",
@@ -46,7 +47,7 @@ __all__ = [
 _SEPARATOR = "/"
 
 
-class MatchPatternError(ValueError):
+class MatchPatternError(CredprovError, ValueError):
     """Go's ``filepath.ErrBadPattern``."""
 
     def __init__(self) -> None:

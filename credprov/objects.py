@@ -7,27 +7,34 @@ quoting file content (a Secret's payload is a secret).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from credprov.keyring import DockerKeyring, KeyringError, parse_docker_config
+from credprov.errors import CredprovError
+from credprov.fileio import FileTooLargeError, read_bounded
+from credprov.gojson import YAMLError, load_yaml_all
+from credprov.keyring import (
+    DockerKeyring,
+    KeyringError,
+    parse_docker_config,
+    secret_coordinates,
+    unusable_pull_secret_reason,
+)
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 
 
-class ObjectsError(ValueError):
+class ObjectsError(CredprovError, ValueError):
     """A file that does not hold what was expected; ``str()`` is one line."""
 
 
 def _read(path: str, what: str) -> bytes:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
+        return read_bounded(path, MAX_FILE_BYTES)
+    except FileTooLargeError:
+        raise ObjectsError(f"{what} {path} is larger than {MAX_FILE_BYTES} bytes") from None
     except OSError as exc:
-        raise ObjectsError(f"cannot read {what} {path}: {exc.strerror}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise ObjectsError(f"{what} {path} is larger than {MAX_FILE_BYTES} bytes")
-    return data
+        raise ObjectsError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
 
 
 def load_objects(path: str, what: str = "objects file") -> list[dict[str, Any]]:
@@ -36,15 +43,11 @@ def load_objects(path: str, what: str = "objects file") -> list[dict[str, Any]]:
     Raises:
         ObjectsError: unreadable, not YAML/JSON, or not objects.
     """
-    import yaml
-
     data = _read(path, what)
     try:
-        docs = [d for d in yaml.safe_load_all(data) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise ObjectsError(f"{what} {path} is not valid YAML or JSON{where}") from None
+        docs = [d for d in load_yaml_all(data) if d is not None]
+    except YAMLError as exc:
+        raise ObjectsError(f"{what} {path} is {exc}") from None
     objects: list[dict[str, Any]] = []
     for doc in docs:
         if not isinstance(doc, dict):
@@ -60,8 +63,15 @@ def load_objects(path: str, what: str = "objects file") -> list[dict[str, Any]]:
     return objects
 
 
-def load_pull_secrets(paths: Iterable[str]) -> list[dict[str, Any]]:
+def load_pull_secrets(
+    paths: Iterable[str], on_ignored: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
     """The Secret objects of ``paths`` (anything else is an error).
+
+    Args:
+        paths: files of Secrets (YAML or JSON, one or more documents, or a List).
+        on_ignored: called with one line for every Secret the kubelet would silently skip
+            (wrong type, missing data key, a docker ``config.json`` given as a Secret).
 
     Raises:
         ObjectsError: see :func:`load_objects`, or an object that is not a Secret.
@@ -72,6 +82,16 @@ def load_pull_secrets(paths: Iterable[str]) -> list[dict[str, Any]]:
             if obj.get("kind", "Secret") != "Secret":
                 raise ObjectsError(
                     f"pull secret file {path} holds a {obj.get('kind')!r}, not a Secret"
+                )
+            try:
+                coords = secret_coordinates(obj)
+            except KeyringError as exc:
+                raise ObjectsError(f"pull secret file {path}: {exc}") from None
+            reason = unusable_pull_secret_reason(obj)
+            if reason is not None and on_ignored is not None:
+                name = f"{coords.namespace}/{coords.name}" if coords.name else "(unnamed)"
+                on_ignored(
+                    f"pull secret file {path}: secret {name} {reason}; the kubelet ignores it"
                 )
             secrets.append(obj)
     return secrets

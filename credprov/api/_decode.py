@@ -28,8 +28,10 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from credprov import gojson
 from credprov._gofmt import go_quote
 from credprov.durations import DurationError, parse_duration
+from credprov.errors import CredprovError
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
 MAX_STRICT_ERRORS = 100
 
 
-class DecodeError(ValueError):
+class DecodeError(CredprovError, ValueError):
     """A document the kubelet's decoder would reject; ``str()`` is apimachinery's text."""
 
 
@@ -112,11 +114,9 @@ def parse_json(text: str) -> Any:
         return out
 
     try:
-        return json.loads(text, object_pairs_hook=hook, parse_constant=_reject_constant)
+        return gojson.loads(text, object_pairs_hook=hook, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise DecodeError(_json_go_error(exc)) from None
-    except RecursionError:
-        raise DecodeError("exceeded max depth") from None
     except ValueError as exc:
         raise DecodeError(str(exc)) from None
 
@@ -230,7 +230,10 @@ class _Converter:
                 self.alias_depth += 1
             try:
                 if isinstance(value, dict):
-                    return {_key_str(k): self.convert(v) for k, v in value.items()}
+                    return {
+                        gojson.replace_surrogates(_key_str(k)): self.convert(v)
+                        for k, v in value.items()
+                    }
                 return [self.convert(v) for v in value]
             finally:
                 if alias:
@@ -238,6 +241,8 @@ class _Converter:
         if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
             go = "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
             raise DecodeError(f"error converting YAML to JSON: json: unsupported value: {go}")
+        if isinstance(value, str):
+            return gojson.replace_surrogates(value)
         if isinstance(value, bytes | bytearray):
             return value.decode("latin-1")
         if hasattr(value, "isoformat"):  # YAML timestamps become strings in JSON
@@ -301,6 +306,35 @@ _GVK_STRUCT = (
 )
 
 
+def utf8_problem(data: bytes) -> str | None:
+    """go-yaml's reader error for bytes that are not UTF-8, or None when they are."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = exc.start
+    else:
+        return None
+    lead = data[at]
+    if lead & 0xE0 == 0xC0:
+        width = 2
+    elif lead & 0xF0 == 0xE0:
+        width = 3
+    elif lead & 0xF8 == 0xF0:
+        width = 4
+    else:
+        return "invalid leading UTF-8 octet"
+    if at + width > len(data):
+        return "incomplete UTF-8 octet sequence"
+    if any(b & 0xC0 != 0x80 for b in data[at + 1 : at + width]):
+        return "invalid trailing UTF-8 octet"
+    value = lead & (0x1F, 0x0F, 0x07)[width - 2]
+    for b in data[at + 1 : at + width]:
+        value = (value << 6) | (b & 0x3F)
+    if value < (0x80, 0x800, 0x10000)[width - 2]:
+        return "invalid length of a UTF-8 sequence"
+    return "invalid Unicode character"
+
+
 def load_document(data: bytes | str) -> Document:
     """Parse JSON or YAML into plain data, noting YAML duplicate keys as strict errors.
 
@@ -314,6 +348,10 @@ def load_document(data: bytes | str) -> Document:
         except DecodeError as exc:
             raise DecodeError(f"couldn't get version/kind; json parse error: {exc}") from None
         return Document(parsed, text, [])
+    if isinstance(data, bytes):
+        problem = utf8_problem(data)
+        if problem is not None:  # go-yaml's reader refuses the input before parsing it
+            raise DecodeError(f"error converting YAML to JSON: yaml: {problem}")
     parsed, dup_lines = parse_yaml(text)
     errors = []
     if dup_lines:

@@ -32,7 +32,9 @@ def add_parser(sub: Any) -> None:
             "a scheme, ...) are reported as warnings on stderr."
         ),
     )
-    validate.add_argument("path", metavar="PATH", help="config file or directory")
+    validate.add_argument(
+        "path", metavar="PATH", help="config file or directory; '-' reads one from stdin"
+    )
     add_feature_gates(validate)
     validate.add_argument("-o", "--output", choices=("text", "json"), default="text")
     add_common(validate)
@@ -70,11 +72,11 @@ def run_validate(args: argparse.Namespace) -> int:
 
     gates = feature_gates(args)
     try:
-        config, config_hash = load_config(args.path, gates)
+        config, config_hash = load_config(args.path, gates, allow_stdin=True)
     except ConfigError as exc:
         if args.output == "json":
             print_json({"valid": False, "error": str(exc)})
-        print(one_line(str(exc)), file=sys.stderr)
+        print(f"credprov: error: {one_line(str(exc))}", file=sys.stderr)
         return 1
     from credprov.lint import lint_config
 

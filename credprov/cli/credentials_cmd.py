@@ -37,7 +37,9 @@ def add_parser(sub: Any) -> None:
         default=[],
         metavar="FILE",
         help="a Secret (or List of Secrets) of type kubernetes.io/dockerconfigjson or "
-        "kubernetes.io/dockercfg, YAML or JSON; repeatable",
+        "kubernetes.io/dockercfg, YAML or JSON; repeatable. Other Secrets (and a docker "
+        "config.json, which belongs in --node-docker-config) are ignored as the kubelet "
+        "ignores them, with a warning",
     )
     p.add_argument(
         "--node-docker-config",
@@ -138,10 +140,10 @@ def resolution_to_dict(res: Any, show_secrets: bool) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from credprov.cli._kubelet_node import node_engine
-    from credprov.cli.main import CLIError, one_line
+    from credprov.cli.main import CLIError, one_line, warn
     from credprov.durations import parse_duration
     from credprov.keyring import KeyringError
+    from credprov.kubelet.node import node_engine
     from credprov.objects import ObjectsError, load_pull_secrets
 
     timeout = parse_duration(args.plugin_timeout)
@@ -155,7 +157,11 @@ def run(args: argparse.Namespace) -> int:
     if not images and as_pod is not None:
         raise CLIError(f"pod {as_pod.namespace}/{as_pod.name} has no container images: give IMAGE")
     try:
-        secrets = as_pod.secrets if as_pod is not None else load_pull_secrets(args.pull_secret)
+        secrets = (
+            as_pod.secrets
+            if as_pod is not None
+            else load_pull_secrets(args.pull_secret, on_ignored=warn)
+        )
     except ObjectsError as exc:
         raise CLIError(str(exc)) from None
     engine = node_engine(
@@ -251,9 +257,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _as_pod(args: argparse.Namespace, gates: Any) -> Any:
-    """The ``--objects/--pod/--node`` pod (:class:`credprov.cli._aspod.AsPod`)."""
-    from credprov.cli._aspod import load_as_pod
+    """The ``--objects/--pod/--node`` pod (:class:`credprov.kubelet.aspod.AsPod`)."""
     from credprov.cli.main import CLIError
+    from credprov.kubelet.aspod import load_as_pod
 
     if not args.objects or not args.pod:
         raise CLIError("--objects and --pod go together (--node needs both)")

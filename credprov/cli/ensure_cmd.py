@@ -11,7 +11,7 @@ keeping its records under ``--root/image_manager`` as the kubelet does:
   only when a decision needs them;
 * with ``--objects FILE``, ``--pod NS/NAME`` is a pod of that cluster and the command runs
   as its node (``--node``, default the pod's ``spec.nodeName``) would
-  (:mod:`credprov.cli._aspod`): pull secrets are read through the Node authorizer (a
+  (:mod:`credprov.kubelet.aspod`): pull secrets are read through the Node authorizer (a
   refused one is skipped with the kubelet's ``FailedToRetrieveImagePullSecret`` event),
   and KEP-4412 providers get the pod's service account and a token bound to the pod only
   when the Node authorizer, NodeRestriction and RBAC allow it, so a pull with their
@@ -39,7 +39,7 @@ from credprov.cli.config_cmd import add_feature_gates, feature_gates
 from credprov.cli.main import CLIError, add_common
 
 if TYPE_CHECKING:
-    from credprov.cli._kubelet_node import RuntimeFactory
+    from credprov.kubelet.node import RuntimeFactory
 
 _STATUS = {
     "pulled": "ready, pulled",
@@ -183,8 +183,8 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
     Raises:
         CLIError: bad arguments or files, an unreachable runtime (one line each).
     """
-    from credprov.cli import _kubelet_node as node_mod
-    from credprov.cli._podspec import PodSpecError, load_pod, select_pull_secrets
+    from credprov.kubelet import node as node_mod
+    from credprov.kubelet.podspec import PodSpecError, load_pod, select_pull_secrets
 
     node_mod.validate_policy(args.policy, args.allowlist)
     node_mod.parse_cri_endpoint(args.cri)
@@ -229,7 +229,8 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
             root,
             args.policy,
             args.allowlist,
-            credentials=node_mod.ReportingEngineCredentials(engine),
+            credentials=engine,
+            on_provider_error=node_mod.ProviderErrors(),
             metrics=metrics,
             verify_image_ref=args.verify_image_ref,
             # Another ensure-image, or a daemon, may write the same root at the same time.
@@ -275,8 +276,8 @@ def _pod_from_objects(args: argparse.Namespace, gates: Any) -> tuple[Any, Any]:
     checked spec (pull policies defaulted; the service account as stored)."""
     import dataclasses
 
-    from credprov.cli._aspod import load_as_pod
-    from credprov.cli._podspec import PodSpecError, parse_pod
+    from credprov.kubelet.aspod import load_as_pod
+    from credprov.kubelet.podspec import PodSpecError, parse_pod
 
     if args.secrets:
         raise CLIError(
@@ -307,7 +308,7 @@ def _ensure_pod(
     node: Any, pod: Any, secrets: list[dict[str, Any]], missing: list[str], policy: str
 ) -> dict[str, Any]:
     """Run ``EnsureImageExists`` for every container; the report ``-o json`` prints."""
-    from credprov.cli._kubelet_node import ensure_result_to_dict
+    from credprov.kubelet.node import ensure_result_to_dict
     from credprov.plugin.provider import PodInfo
     from credprov.pullmanager.ensure import Container
 
@@ -330,7 +331,7 @@ def _ensure_pod(
         service_account_name=pod.service_account_name,
     )
     containers = []
-    provider_errors: list[dict[str, str]] = node.credentials.errors
+    provider_errors: list[dict[str, str]] = node.on_provider_error.errors
     for c in pod.containers:
         seen = len(provider_errors)
         result = node.ensure.ensure_image_exists(

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from credprov.cli.main import CLIError, add_common
 
 if TYPE_CHECKING:
-    from credprov.cli._kubelet_node import RuntimeFactory
+    from credprov.kubelet.node import RuntimeFactory
 
 
 def add_parser(sub: Any) -> None:
@@ -66,7 +66,7 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
     Raises:
         CLIError: bad arguments, an unreachable runtime, or an image list that failed.
     """
-    from credprov.cli import _kubelet_node as node_mod
+    from credprov.kubelet import node as node_mod
 
     node_mod.parse_cri_endpoint(args.cri)
     root = node_mod.check_root(args.root)
@@ -90,8 +90,8 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
 
 
 def _remove(runtime: Any, image: str) -> dict[str, Any]:
-    from credprov.cli import _kubelet_node as node_mod
     from credprov.cli.main import one_line
+    from credprov.kubelet import node as node_mod
 
     try:
         runtime.remove_image(image)
@@ -146,7 +146,7 @@ def _prune(runtime: Any, root: str, dry_run: bool, to_remove: list[str]) -> dict
 
 
 def _print_text(report: dict[str, Any]) -> None:
-    from credprov.cli._kubelet_node import record_credential_kinds
+    from credprov.kubelet.node import record_credential_kinds
 
     for r in report["removed"]:
         status = "removed" if r["error"] is None else f"not removed: {r['error']}"

@@ -12,13 +12,15 @@ import sys
 from collections.abc import Sequence
 
 from credprov import __version__
+from credprov.errors import CredprovError
+from credprov.redact import terminal_safe
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
     from typing import Any
 
 
-class CLIError(Exception):
+class CLIError(CredprovError):
     """A user-facing error: printed as one line, exit status 1."""
 
 
@@ -53,8 +55,10 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 # Subcommand -> the module that defines it. Only the module of the command being run is
 # imported (each costs start-up time); --help, a typo and the like load them all.
 _COMMAND_MODULES = {
+    "bundle": "bundle_cmd",
     "config": "config_cmd",
     "get-credentials": "credentials_cmd",
+    "doctor": "doctor_cmd",
     "ensure-image": "ensure_cmd",
     "explain": "explain_cmd",
     "image-gc": "imagegc_cmd",
@@ -65,8 +69,10 @@ _COMMAND_MODULES = {
     "simulate": "simulate_cmd",
 }
 _MODULE_ORDER = (
+    "bundle_cmd",
     "config_cmd",
     "credentials_cmd",
+    "doctor_cmd",
     "ensure_cmd",
     "explain_cmd",
     "imagegc_cmd",
@@ -183,39 +189,37 @@ def _setup_logging(verbosity: int) -> None:
 
 
 def one_line(message: str) -> str:
-    """Fold a multi-line message (e.g. YAML errors, plugin stderr) into one line."""
-    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+    """Fold a multi-line message (e.g. YAML errors, plugin stderr) into one line, with
+    control characters escaped so nothing from a plugin or a file reaches the terminal raw."""
+    return terminal_safe(str(message))
 
 
-# The library errors a user can act on, by module. An except clause evaluates its tuple only
-# when something was raised, and a module's error can only have been raised if the module
-# was imported: so a command that never needed the keyring does not import it for this.
-_USER_ERRORS = (
-    ("credprov.config", "ConfigError"),
-    ("credprov.keyring", "KeyringError"),
-    ("credprov.durations", "DurationError"),
-)
+def warn(message: str) -> None:
+    """One ``credprov: warning: ...`` line on stderr (shown at every verbosity)."""
+    print(f"credprov: warning: {one_line(message)}", file=sys.stderr)
 
 
-def _user_errors() -> tuple[type[Exception], ...]:
-    found: list[type[Exception]] = [CLIError]
-    for module_name, name in _USER_ERRORS:
-        module = sys.modules.get(module_name)
-        if module is not None:
-            found.append(getattr(module, name))
-    return tuple(found)
+def _safe_streams() -> None:
+    """Never fail on printing: text that cannot be encoded (an argument with invalid UTF-8,
+    kept by Python as surrogate escapes) is written as backslash escapes instead."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _safe_streams()
     parser = build_parser(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     _setup_logging_lazily(args.verbosity)
-
     try:
         code: int = args.run(args)
         return code
-    except _user_errors() as exc:
+    except CredprovError as exc:
         print(f"credprov: error: {one_line(str(exc))}", file=sys.stderr)
+        if exc.hint:
+            print(f"credprov: hint: {one_line(exc.hint)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("credprov: interrupted", file=sys.stderr)

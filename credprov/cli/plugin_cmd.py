@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
-from credprov.cli._output import REDACTED, print_json
-from credprov.cli.main import CLIError, add_common
+from credprov.cli._output import print_json
+from credprov.cli.main import CLIError, add_common, one_line
 
 
 def add_parser(sub: Any) -> None:
@@ -26,18 +25,37 @@ def add_parser(sub: Any) -> None:
         help="send the kubelet's exact request to one configured provider",
         description=(
             "Send exactly the kubelet's request for IMAGE to the provider NAME of the config "
-            "(its binary from --bin-dir, its args and env), and show the request, the raw and "
-            "the decoded response. Passwords are redacted unless --show-secrets. Exit 1 when "
-            "the plugin fails or its response would be rejected by the kubelet."
+            "(its binary from --bin-dir, its args and env), and show the request and the "
+            "decoded response with passwords redacted. The plugin's raw stdout is shown only "
+            "with --show-secrets (it holds the passwords in whatever escaping the plugin "
+            "used). Exit 1 when the plugin fails or its response would be rejected by the "
+            "kubelet."
         ),
     )
     ex.add_argument("name", metavar="NAME", help="provider name in the config")
-    ex.add_argument("--config", required=True, metavar="PATH")
-    ex.add_argument("--bin-dir", required=True, metavar="DIR")
-    ex.add_argument("--image", required=True, metavar="IMG")
-    ex.add_argument("--plugin-timeout", default="1m", metavar="DURATION")
-    ex.add_argument("--show-secrets", action="store_true")
-    ex.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    ex.add_argument(
+        "--config", required=True, metavar="PATH", help="provider config file or directory"
+    )
+    ex.add_argument(
+        "--bin-dir", required=True, metavar="DIR", help="directory of the plugin binaries"
+    )
+    ex.add_argument(
+        "--image", required=True, metavar="IMG", help="the image to ask credentials for"
+    )
+    ex.add_argument(
+        "--plugin-timeout",
+        default="1m",
+        metavar="DURATION",
+        help="deadline for the plugin run (Go duration; the kubelet's is 1m)",
+    )
+    ex.add_argument(
+        "--show-secrets",
+        action="store_true",
+        help="print passwords and the plugin's raw stdout instead of <redacted>",
+    )
+    ex.add_argument(
+        "-o", "--output", choices=("text", "json"), default="text", help="output format"
+    )
     from credprov.cli.config_cmd import add_feature_gates
 
     add_feature_gates(ex)
@@ -67,100 +85,27 @@ def add_parser(sub: Any) -> None:
 
 
 def run_exec(args: argparse.Namespace) -> int:
-    from credprov.api import internal
     from credprov.cli.config_cmd import feature_gates
-    from credprov.config import check_bin_dir, check_plugin_binary, load_config
-    from credprov.conformance import Redactor
-    from credprov.durations import format_duration, parse_duration
-    from credprov.images import InvalidImageError, parse_image_name
-    from credprov.matching import urls_match_str
-    from credprov.plugin.exec import ExecPlugin, PluginError
+    from credprov.durations import parse_duration
+    from credprov.plugin.probe import probe_provider
 
     timeout = parse_duration(args.plugin_timeout)
     if timeout <= 0:
         raise CLIError("--plugin-timeout must be positive")
-    check_bin_dir(args.bin_dir)
-    config, _ = load_config(args.config, feature_gates(args))
-    provider = next((p for p in config.providers if p.name == args.name), None)
-    if provider is None:
-        names = ", ".join(p.name for p in config.providers)
-        raise CLIError(f"no provider {args.name!r} in {args.config} (providers: {names})")
-    path = check_plugin_binary(args.bin_dir, provider.name)
-    try:
-        repo = parse_image_name(args.image)
-    except InvalidImageError as exc:
-        raise CLIError(f"invalid image {args.image!r}: {exc}") from None
-    matched = any(urls_match_str(m, repo) for m in provider.match_images)
-    plugin = ExecPlugin(
-        provider.name, path, provider.api_version, provider.args, provider.env, timeout
+    probe = probe_provider(
+        args.config,
+        args.bin_dir,
+        args.name,
+        args.image,
+        timeout_ns=timeout,
+        feature_gates=feature_gates(args),
+        show_secrets=args.show_secrets,
     )
-    request = internal.CredentialProviderRequest(image=repo)
-    stdin = plugin.request_bytes(request)
-    report: dict[str, Any] = {
-        "provider": provider.name,
-        "command": [path, *provider.args],
-        "env": [e.name for e in provider.env],
-        "image": args.image,
-        "repo": repo,
-        "matched": matched,
-        "request": stdin.decode("utf-8"),
-    }
-    failed = False
-    try:
-        result = plugin.run(request)
-    except PluginError as exc:
-        report["error"] = str(exc)
-        failed = True
-        result = None
-    if result is not None:
-        report["durationSeconds"] = round(result.duration, 4)
-        report["stderr"] = result.stderr.decode("utf-8", "replace")
-        try:
-            response = plugin.decode(result.stdout)
-        except PluginError as exc:
-            failed = True
-            report["error"] = str(exc)
-            report["errorDetail"] = exc.detail if args.show_secrets else None
-            report["stdout"] = (
-                result.stdout.decode("utf-8", "replace")
-                if args.show_secrets
-                else "<not shown: the output does not decode and may hold secrets; "
-                "use --show-secrets>"
-            )
-        else:
-            redact = Redactor()
-            if not args.show_secrets:
-                for a in response.auth.values():
-                    redact.add(a.password)
-            report["stdout"] = redact(result.stdout.decode("utf-8", "replace"))
-            report["stderr"] = redact(report["stderr"])
-            valid_type = response.cache_key_type in internal.CACHE_KEY_TYPES
-            if not valid_type:
-                failed = True
-                report["error"] = (
-                    "credential provider plugin did not return a valid cacheKeyType: "
-                    f"{json.dumps(response.cache_key_type)}"
-                )
-            report["response"] = {
-                "cacheKeyType": response.cache_key_type,
-                "cacheDuration": (
-                    format_duration(response.cache_duration)
-                    if response.cache_duration is not None
-                    else None
-                ),
-                "auth": {
-                    key: {
-                        "username": a.username,
-                        "password": a.password if args.show_secrets else REDACTED,
-                        "matchesImage": urls_match_str(key, repo),
-                    }
-                    for key, a in response.auth.items()
-                },
-            }
+    report, failed, matched, repo = probe.report, probe.failed, probe.matched, probe.repo
     if args.output == "json":
         print_json(report)
         return 1 if failed else 0
-    print(f"provider {provider.name}: {' '.join(report['command'])}")
+    print(f"provider {report['provider']}: {' '.join(report['command'])}")
     if report["env"]:
         print(f"  env from config: {', '.join(report['env'])} (values not shown)")
     if not matched:
@@ -169,9 +114,9 @@ def run_exec(args: argparse.Namespace) -> int:
     if "durationSeconds" in report:
         print(f"  ran in {report['durationSeconds'] * 1000:.1f} ms")
     if report.get("stdout") is not None:
-        print(f"  raw response (stdout): {report['stdout'].rstrip()}")
+        print(f"  raw response (stdout): {one_line(report['stdout'])}")
     if report.get("stderr"):
-        print(f"  stderr: {' '.join(report['stderr'].split())}")
+        print(f"  stderr: {report['stderr']}")
     if "response" in report:
         resp = report["response"]
         print(
@@ -182,7 +127,7 @@ def run_exec(args: argparse.Namespace) -> int:
             note = "" if a["matchesImage"] else "  (does not match the image)"
             print(f"    {key}: username={a['username']} password={a['password']}{note}")
     if "error" in report:
-        print(f"  error: {' '.join(report['error'].split())}")
+        print(f"  error: {one_line(report['error'])}")
     return 1 if failed else 0
 
 

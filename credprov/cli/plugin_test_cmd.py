@@ -28,6 +28,8 @@ def add_test_parser(plugin_subparsers: Any) -> argparse.ArgumentParser:
             "image, and the time taken against the deadline. Then check that it rejects "
             "malformed stdin, closed stdin, an empty image, an unknown apiVersion and a wrong "
             "kind promptly, with a short stderr that does not leak the request's token. "
+            "After the first run that overruns its deadline the plugin is not run again: the "
+            "remaining cases are reported as SKIP, naming that overrun. "
             "Passwords are never printed. Exit 1 when any check fails."
         ),
     )
@@ -73,7 +75,8 @@ def add_test_parser(plugin_subparsers: Any) -> argparse.ArgumentParser:
         default="1m",
         type=_duration,
         metavar="DURATION",
-        help="the plugin deadline, a Go duration (kubelet: 1m); negative cases use at most 10s",
+        help="the plugin deadline, a Go duration (kubelet: 1m); negative cases use at most 10s; "
+        "after the first overrun the remaining cases are skipped",
     )
     token = p.add_mutually_exclusive_group()
     token.add_argument(
@@ -147,9 +150,10 @@ def resolve_binary(binary: str) -> str:
 
 
 def _read_token(path: str) -> str:
+    from credprov.fileio import read_bounded
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            token = fh.read().strip()
+        token = read_bounded(path, 1024 * 1024).decode("utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
         raise CLIError(f"cannot read {path}: {reason}") from None

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import errno
 import os
+import stat
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -92,9 +94,26 @@ def add_parser(sub: Any) -> None:
 def _store(args: argparse.Namespace, migrate: bool = False) -> Any:
     from credprov.pullmanager.fsstore import FSPullRecordsAccessor
 
-    if not os.path.isdir(args.root):
-        raise CLIError(f"--root {args.root}: not a directory")
-    return FSPullRecordsAccessor(args.root, migrate=migrate)
+    root = args.root
+    try:
+        st = os.stat(root)
+    except FileNotFoundError:
+        raise CLIError(f"--root {root}: does not exist") from None
+    except PermissionError:
+        raise CLIError(f"--root {root}: permission denied (run as root?)") from None
+    except OSError as exc:
+        raise CLIError(f"--root {root}: {exc.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise CLIError(f"--root {root}: not a directory")
+    for path in (root, os.path.join(root, "image_manager")):
+        if os.path.isdir(path) and not os.access(path, os.R_OK | os.X_OK):
+            raise CLIError(f"--root {root}: permission denied reading {path} (run as root?)")
+    return FSPullRecordsAccessor(root, migrate=migrate)
+
+
+def _unreadable(errors: list[str]) -> list[str]:
+    """The listing errors that mean a directory could not be read at all."""
+    return [e for e in errors if ": cannot list: " in e]
 
 
 def _record_dict(record: Any) -> dict[str, Any]:
@@ -144,6 +163,10 @@ def run_list(args: argparse.Namespace) -> int:
     intents, intent_errors = store.list_image_pull_intents()
     records = sorted(records, key=lambda r: r.image_ref)
     errors = [*record_errors, *intent_errors]
+    # A record under another name than its key's hash is invisible to the kubelet.
+    errors += [f"{c.path}: {c.error}" for c in _scan(store) if c.misnamed]
+    if _unreadable(errors):
+        raise CLIError(_unreadable(errors)[0])
     if args.output == "json":
         from credprov.cli._output import print_json
 
@@ -196,11 +219,15 @@ def run_show(args: argparse.Namespace) -> int:
 def _keep_refs(args: argparse.Namespace) -> set[str]:
     keep = {ref for group in args.keep for ref in group}
     if args.keep_file:
+        from credprov.fileio import read_bounded
+
         try:
-            with open(args.keep_file, encoding="utf-8") as fh:
-                keep |= {line.strip() for line in fh if line.strip()}
+            text = read_bounded(args.keep_file).decode("utf-8")
         except OSError as exc:
             raise CLIError(f"cannot read --keep-file {args.keep_file}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise CLIError(f"--keep-file {args.keep_file}: not UTF-8 text") from None
+        keep |= {line.strip() for line in text.splitlines() if line.strip()}
     if not keep and not args.keep_none and not args.keep_file:
         raise CLIError(
             "give the image refs the runtime still has with --keep/--keep-file "
@@ -260,10 +287,20 @@ class _FileCheck:
     version: str | None = None
     key: str | None = None  # the image (intent) or imageRef (record)
     error: str | None = None
+    misnamed: bool = False  # decodes, but its name is not the hash of its key
+
+    @property
+    def target(self) -> str:
+        """Where the kubelet (and a migration) writes this file's content."""
+        from credprov.pullmanager.types import cache_filename
+
+        assert self.key is not None
+        return os.path.join(os.path.dirname(self.path), cache_filename(self.key))
 
 
 def _scan(store: Any) -> list[_FileCheck]:
     """Decode every cache file strictly; also check it is where the kubelet looks for it."""
+    from credprov.fileio import FileTooLargeError, NotRegularFileError, read_bounded
     from credprov.pullmanager.fsstore import MAX_FILE_SIZE, is_cache_filename
     from credprov.pullmanager.types import (
         RecordDecodeError,
@@ -287,17 +324,20 @@ def _scan(store: Any) -> list[_FileCheck]:
             path = os.path.join(directory, name)
             check = _FileCheck(path, kind)
             out.append(check)
-            if os.path.islink(path) or not os.path.isfile(path):
+            try:
+                data = read_bounded(path, MAX_FILE_SIZE, follow_symlinks=False)
+            except FileTooLargeError:
+                check.error = f"larger than {MAX_FILE_SIZE} bytes"
+                continue
+            except NotRegularFileError:
                 check.error = "not a regular file"
                 continue
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read(MAX_FILE_SIZE + 1)
             except OSError as exc:
-                check.error = f"cannot read: {exc.strerror}"
-                continue
-            if len(data) > MAX_FILE_SIZE:
-                check.error = f"larger than {MAX_FILE_SIZE} bytes"
+                check.error = (
+                    "not a regular file"
+                    if exc.errno == errno.ELOOP
+                    else f"cannot read: {exc.strerror}"
+                )
                 continue
             try:
                 if kind == "intent":
@@ -313,6 +353,7 @@ def _scan(store: Any) -> list[_FileCheck]:
                 # The kubelet finds files by the hash of their key only: this one is invisible.
                 field = "image" if kind == "intent" else "imageRef"
                 check.error = f"file name does not match its {field} {check.key!r}"
+                check.misnamed = True
     return out
 
 
@@ -320,23 +361,47 @@ def run_migrate(args: argparse.Namespace) -> int:
     from credprov.pullmanager.types import STORAGE_VERSION
 
     store = _store(args)
-    stale = [c for c in _scan(store) if c.error is None and c.version != STORAGE_VERSION]
+    stale = [
+        c
+        for c in _scan(store)
+        if c.version is not None
+        and c.version != STORAGE_VERSION
+        and (c.error is None or c.misnamed)
+    ]
     errors: list[str] = []
     if not args.dry_run and stale:
         errors = list(_store(args, migrate=True).startup_errors)
     after = {c.path: c for c in _scan(store)} if not args.dry_run else {}
+    # The kubelet's migration writes each file's content under the hash of its key: for a
+    # misnamed file that is a new file, and the misnamed one stays where it was.
     migrated = [
-        c.path for c in stale if args.dry_run or after.get(c.path, c).version == STORAGE_VERSION
+        c
+        for c in stale
+        if args.dry_run or getattr(after.get(c.target), "version", None) == STORAGE_VERSION
     ]
     if args.output == "json":
         from credprov.cli._output import print_json
 
-        print_json({"dryRun": args.dry_run, "migrated": migrated, "errors": errors})
+        print_json(
+            {
+                "dryRun": args.dry_run,
+                "migrated": [c.path for c in migrated],
+                "written": [c.target for c in migrated],
+                "errors": errors,
+            }
+        )
     else:
         verb = "would migrate" if args.dry_run else "migrated"
         print(f"{verb} {len(migrated)} files to {STORAGE_VERSION}")
-        for path in migrated:
-            print(f"  {path}")
+        for c in migrated:
+            if c.target == c.path:
+                print(f"  {c.path}")
+            else:
+                written = "would be written" if args.dry_run else "written"
+                print(
+                    f"  {c.path} -> {written} as {c.target} (the old name did not match its "
+                    "key; the old file is left in place, run 'pull-records verify')"
+                )
         for message in errors:
             print(f"  warning: {message}", file=sys.stderr)
     # Undecodable files are verify's business; fail only when a stale file stayed stale.

@@ -12,12 +12,14 @@ import base64
 import binascii
 import re
 
+from credprov.errors import CredprovError
+
 __all__ = ["CSRParseError", "csr_common_name", "pem_csr_der"]
 
 _PEM_BLOCK = re.compile(rb"-----BEGIN ([^\r\n]*?)-----[ \t]*\r?\n(.*?)-----END \1-----", re.DOTALL)
 
 
-class CSRParseError(ValueError):
+class CSRParseError(CredprovError, ValueError):
     """The request is not a parseable CSR; the message follows Go's where it can."""
 
 

@@ -31,6 +31,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from credprov._gofmt import go_quote
+from credprov.errors import CredprovError
 from credprov.nodeauth._objects import MAPPINGS
 from credprov.nodeauth._objects import m as _m
 from credprov.nodeauth._objects import seq as _seq
@@ -133,7 +134,7 @@ class PodRefs(NamedTuple):
     resource_claims: tuple[str, ...]
 
 
-class UnknownVolumeError(ValueError):
+class UnknownVolumeError(CredprovError, ValueError):
     """A volume or projected source of a type not known to be safe."""
 
 

@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 from credprov._gofmt import go_quote
+from credprov.errors import CredprovError
 from credprov.nodeauth import _labels, _refs, _semantic
 from credprov.nodeauth._audience import aggregate, pod_references_audience
 from credprov.nodeauth._csitranslation import CSITranslator, InTreeCSITranslator
@@ -123,7 +124,7 @@ class AdmissionRequest:
     old_object: Mapping[str, Any] | None = None
 
 
-class AdmissionError(Exception):
+class AdmissionError(CredprovError):
     """A refused request.
 
     Attributes:

@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from credprov.errors import CredprovError
 from credprov.nodeauth.tokenmanager import (
     IssuedToken,
     TokenManager,
@@ -56,7 +57,7 @@ DEFAULT_TOKEN_SECONDS = 3600
 DEFAULT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 
-class APIError(Exception):
+class APIError(CredprovError):
     """An API server error: ``reason`` is ``Forbidden``, ``NotFound`` or ``Conflict``."""
 
     def __init__(self, reason: str, message: str) -> None:

@@ -16,10 +16,12 @@ position, never quoting the file (a Secret's data is a secret).
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
+
+from credprov.errors import CredprovError
+from credprov.fileio import FileTooLargeError, read_bounded, read_stream
+from credprov.gojson import YAMLError, load_yaml_all
 
 __all__ = [
     "CLUSTER_SCOPED_RESOURCES",
@@ -99,7 +101,7 @@ MAX_OBJECTS_FILE_BYTES = 1024 * 1024 * 1024
 _StrList = list[str]
 
 
-class NodeAuthError(ValueError):
+class NodeAuthError(CredprovError, ValueError):
     """Bad objects or a bad request; ``str()`` is one line and quotes no object content."""
 
 
@@ -202,29 +204,17 @@ class ObjectStore:
 
 
 def _documents(data: bytes, where: str) -> list[Any]:
-    text = data.lstrip()
-    if text[:1] in (b"{", b"["):
-        try:
-            doc = json.loads(data)
-        except (ValueError, UnicodeDecodeError):
-            pass  # not JSON after all: YAML may still read it (and says where it fails)
-        else:
-            return doc if isinstance(doc, list) else [doc]
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        docs: list[Any] = []
-        for doc in yaml.load_all(data, Loader=loader):
-            if isinstance(doc, list):  # a sequence of objects, as a JSON array
-                docs.extend(doc)
-            elif doc is not None:
-                docs.append(doc)
-        return docs
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" (line {mark.line + 1})" if mark is not None else ""
-        raise NodeAuthError(f"{where} is not valid YAML or JSON{line}") from None
+        docs = load_yaml_all(data)
+    except YAMLError as exc:
+        raise NodeAuthError(f"{where} is {exc}") from None
+    out: list[Any] = []
+    for doc in docs:
+        if isinstance(doc, list):  # a sequence of objects, as a JSON array
+            out.extend(doc)
+        elif doc is not None:
+            out.append(doc)
+    return out
 
 
 def parse_objects(data: bytes, where: str = "objects") -> list[Mapping[str, Any]]:
@@ -257,10 +247,30 @@ def parse_objects(data: bytes, where: str = "objects") -> list[Mapping[str, Any]
 
 
 def _checked(obj: Any, where: str) -> Mapping[str, Any]:
+    """``obj`` if it has a kind and a name and its metadata has the API's types.
+
+    The API server would refuse an object whose ``metadata`` is not an object or whose
+    labels/annotations are not string maps; refusing them here keeps every later reader
+    (graph, authorizer, token requests) free of type checks.
+    """
     try:
         _key(obj)
     except NodeAuthError as exc:
         raise NodeAuthError(f"{where}: {exc}") from None
+    meta = obj.get("metadata")
+    if meta is not None and not isinstance(meta, Mapping):
+        raise NodeAuthError(f"{where}: {obj['kind']} metadata is not an object")
+    meta = meta or {}
+    for field in ("labels", "annotations"):
+        value = meta.get(field)
+        if value is not None and not (
+            isinstance(value, Mapping)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+        ):
+            raise NodeAuthError(
+                f"{where}: {obj['kind']} {meta.get('name')}: metadata.{field} must be a map of "
+                "strings to strings"
+            )
     return obj
 
 
@@ -273,12 +283,11 @@ def load_objects_file(path: str) -> ObjectStore:
     where = "standard input" if path == "-" else f"objects file {path}"
     try:
         if path == "-":
-            data = sys.stdin.buffer.read(MAX_OBJECTS_FILE_BYTES + 1)
+            data = read_stream(limit=MAX_OBJECTS_FILE_BYTES, name=where)
         else:
-            with open(path, "rb") as fh:
-                data = fh.read(MAX_OBJECTS_FILE_BYTES + 1)
+            data = read_bounded(path, MAX_OBJECTS_FILE_BYTES)
+    except FileTooLargeError:
+        raise NodeAuthError(f"{where} is larger than {MAX_OBJECTS_FILE_BYTES} bytes") from None
     except OSError as exc:
         raise NodeAuthError(f"cannot read {where}: {exc.strerror or exc}") from None
-    if len(data) > MAX_OBJECTS_FILE_BYTES:
-        raise NodeAuthError(f"{where} is larger than {MAX_OBJECTS_FILE_BYTES} bytes")
     return ObjectStore(parse_objects(data, where))

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from credprov.errors import CredprovError
 from credprov.singleflight import Group
 
 __all__ = [
@@ -84,7 +85,7 @@ class IssuedToken:
         return self.expires_at - self.expiration_seconds
 
 
-class TokenManagerError(Exception):
+class TokenManagerError(CredprovError):
     """No usable token: the request failed and nothing unexpired is cached.
 
     ``cause`` is the request's own error, for callers that map it to their type.

@@ -26,7 +26,9 @@ from credprov.api import internal
 from credprov.api._decode import DecodeError, load_document
 from credprov.api.exec import decode_response, encode_request, interpret_response_gvk
 from credprov.durations import MINUTE
+from credprov.errors import CredprovError
 from credprov.metrics import Metrics
+from credprov.redact import Redactor, terminal_safe
 
 log = logging.getLogger("credprov.plugin")
 
@@ -41,8 +43,11 @@ MAX_STDERR_BYTES = 64 * 1024
 #: may still hold them) before killing its process group.
 _PIPE_GRACE_SECONDS = 1.0
 
+#: Where pidfds are unavailable (Linux < 5.3), how often to check whether the plugin exited.
+_EXIT_POLL_SECONDS = 0.005
 
-class PluginError(Exception):
+
+class PluginError(CredprovError):
     """A plugin execution or response error; ``str()`` is the kubelet's text.
 
     ``detail`` may hold more (a decode reason) and can quote plugin output: it is for
@@ -104,12 +109,15 @@ class ExecPlugin:
 
         Raises:
             PluginError: start failure, non-zero exit, timeout or oversized output, with
-                the plugin's stderr appended as the kubelet does.
+                the plugin's stderr appended as the kubelet does (on one line, control
+                characters escaped, the service-account token and the config's ``env``
+                values scrubbed).
         """
         stdin = self.request_bytes(request)
         image = request.image
         prefix = f"error execing credential provider plugin {self.name} for image {image}"
         start = time.monotonic()
+        log.info("running plugin %s for image %s", self.name, image)
         try:
             proc = subprocess.Popen(
                 [self.path, *self.args],
@@ -128,38 +136,60 @@ class ExecPlugin:
         try:
             stdout, stderr, failure = self._communicate(proc, stdin)
         finally:
+            # The leader has exited (or was killed) but is not reaped yet, so its process
+            # group id still names this group: anything the plugin left behind dies with it.
             _kill_group(proc)
             proc.wait()
             self._observe(start)
         duration = time.monotonic() - start
-        stderr_text = stderr.decode("utf-8", "replace")
-        token = request.service_account_token
-        if token and token in stderr_text:
-            # Beyond the kubelet: a plugin that echoes its stdin on failure must not put
-            # the pod's service-account token into an error that ends up in logs.
-            stderr_text = stderr_text.replace(token, "<redacted>")
+        log.info(
+            "plugin %s for image %s finished in %.1f ms (%s)",
+            self.name,
+            image,
+            duration * 1000,
+            failure or _status_text(proc.returncode),
+        )
+        if failure is None and proc.returncode == 0:
+            return ExecResult(stdout=stdout, stderr=stderr, duration=duration)
+        self._count_error()
+        stderr_text = self.stderr_text(stderr, request)
         if failure is not None:
-            self._count_error()
             raise PluginError(f"{prefix}: {failure}: {stderr_text}")
-        if proc.returncode != 0:
-            self._count_error()
-            status = (
-                f"signal: {_signal_name(-proc.returncode)}"
-                if proc.returncode < 0
-                else f"exit status {proc.returncode}"
-            )
-            raise PluginError(f"{prefix}: {status}: {stderr_text}")
-        return ExecResult(stdout=stdout, stderr=stderr, duration=duration)
+        raise PluginError(f"{prefix}: {_status_text(proc.returncode)}: {stderr_text}")
+
+    def stderr_text(self, stderr: bytes, request: internal.CredentialProviderRequest) -> str:
+        """The plugin's stderr as it may be shown: one line, no control characters, and
+        neither the pod's service-account token nor the config's ``env`` values in it.
+
+        Beyond the kubelet, which appends stderr verbatim: a plugin that echoes its stdin
+        or environment on failure must not put secrets or terminal escapes into logs.
+        """
+        scrub = Redactor([var.value for var in self.env])
+        scrub.add(request.service_account_token)
+        return terminal_safe(scrub(stderr.decode("utf-8", "replace")))
 
     def _communicate(
         self, proc: subprocess.Popen[bytes], stdin: bytes
     ) -> tuple[bytes, bytes, str | None]:
+        """Feed stdin, read stdout/stderr and wait for the plugin to exit.
+
+        As the kubelet (``cmd.Run`` under a context), success needs both end-of-output and
+        the process's exit; a plugin that closes its pipes and then takes a while to exit is
+        waited for. The process group is killed only at the deadline or when output exceeds
+        the caps. A plugin that exited while something it started still holds the pipes is
+        given :data:`_PIPE_GRACE_SECONDS`, then the group is killed.
+
+        Returns:
+            ``(stdout, stderr, failure)``; ``failure`` is the kubelet-style reason or None.
+            On return the process has exited (or been killed) but is not yet reaped.
+        """
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         deadline = time.monotonic() + self.timeout_ns / 1e9
         out = bytearray()
         err = bytearray()
         failure: str | None = None
         pending = memoryview(stdin)
+        exit_watch = _ExitWatch(proc)
         sel = selectors.DefaultSelector()
         try:
             os.set_blocking(proc.stdin.fileno(), False)
@@ -169,35 +199,64 @@ class ExecPlugin:
                 proc.stdin.close()
             sel.register(proc.stdout, selectors.EVENT_READ)
             sel.register(proc.stderr, selectors.EVENT_READ)
+            if exit_watch.fd is not None:
+                sel.register(exit_watch.fd, selectors.EVENT_READ)
+            pipes_open = 3 if pending else 2
             exited_at: float | None = None
-            while sel.get_map():
+            waiting_logged = False
+            while True:
                 now = time.monotonic()
+                if exited_at is None and exit_watch.exited():
+                    exited_at = now
+                    if exit_watch.fd is not None:
+                        sel.unregister(exit_watch.fd)
+                if exited_at is not None and pipes_open == 0:
+                    break
                 if now >= deadline:
                     failure = "context deadline exceeded"
+                    log.debug("plugin %s (pid %d) passed its deadline", self.name, proc.pid)
                     break
-                if exited_at is None and proc.poll() is not None:
-                    exited_at = now
                 if exited_at is not None and now - exited_at > _PIPE_GRACE_SECONDS:
+                    log.debug(
+                        "plugin %s (pid %d) exited but its pipes are still open after %.1fs; "
+                        "stopping",
+                        self.name,
+                        proc.pid,
+                        _PIPE_GRACE_SECONDS,
+                    )
                     break  # a grandchild holds the pipes; stop waiting for it
-                wait = min(deadline - now, 0.1 if exited_at is None else _PIPE_GRACE_SECONDS)
+                if pipes_open == 0 and not waiting_logged:
+                    log.debug(
+                        "plugin %s (pid %d) closed its output; waiting for it to exit",
+                        self.name,
+                        proc.pid,
+                    )
+                    waiting_logged = True
+                wait = deadline - now
+                if exited_at is not None:
+                    wait = min(wait, exited_at + _PIPE_GRACE_SECONDS - now)
+                elif exit_watch.fd is None:
+                    wait = min(wait, _EXIT_POLL_SECONDS)
                 for key, _ in sel.select(timeout=max(wait, 0.0)):
                     fobj = key.fileobj
+                    if isinstance(fobj, int):  # the pidfd
+                        continue  # handled at the top of the loop
                     if fobj is proc.stdin:
                         try:
                             written = os.write(proc.stdin.fileno(), pending[:65536])
-                        except (BrokenPipeError, OSError):
+                        except OSError:  # the plugin does not read its stdin: fine
                             written = len(pending)
                         pending = pending[written:]
                         if not pending:
                             sel.unregister(proc.stdin)
+                            pipes_open -= 1
                             with contextlib.suppress(OSError):
                                 proc.stdin.close()
                         continue
-                    assert isinstance(fobj, int) or hasattr(fobj, "fileno")
-                    fd = fobj if isinstance(fobj, int) else fobj.fileno()
-                    chunk = os.read(fd, 65536)
+                    chunk = os.read(fobj.fileno(), 65536)
                     if not chunk:
                         sel.unregister(fobj)
+                        pipes_open -= 1
                         continue
                     if fobj is proc.stdout:
                         out += chunk
@@ -212,6 +271,7 @@ class ExecPlugin:
                     break
         finally:
             sel.close()
+            exit_watch.close()
             for pipe in (proc.stdin, proc.stdout, proc.stderr):
                 with contextlib.suppress(OSError):
                     pipe.close()
@@ -260,6 +320,45 @@ class ExecPlugin:
             raise PluginError(
                 "error decoding credential provider plugin response from stdout", detail=str(exc)
             ) from None
+
+
+class _ExitWatch:
+    """Tells when a child has exited without reaping it (its pid stays its group's id).
+
+    Uses a pidfd (readable once the process exits) so the select loop wakes on exit; falls
+    back to ``waitid(WNOWAIT)`` polling where pidfds are unavailable.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.pid = proc.pid
+        self.fd: int | None = None
+        self._exited = False
+        with contextlib.suppress(AttributeError, OSError):
+            self.fd = os.pidfd_open(proc.pid)
+
+    def exited(self) -> bool:
+        if not self._exited:
+            try:
+                info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:  # already reaped elsewhere
+                info = True  # type: ignore[assignment]
+            self._exited = info is not None
+        return self._exited
+
+    def close(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
+
+
+def _status_text(returncode: int | None) -> str:
+    """Go's ``os.ProcessState.String()``: ``exit status 1``, ``signal: killed``."""
+    if returncode is None:
+        return "running"
+    if returncode < 0:
+        return f"signal: {_signal_name(-returncode)}"
+    return f"exit status {returncode}"
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

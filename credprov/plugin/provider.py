@@ -33,6 +33,7 @@ from credprov.cache import (
     generate_single_flight_key,
 )
 from credprov.clock import Clock, RealClock
+from credprov.errors import CredprovError
 from credprov.images import parse_registry
 from credprov.keyring import (
     CredentialSource,
@@ -65,7 +66,7 @@ class ServiceAccountInfo:
     annotations: Mapping[str, str] = field(default_factory=dict)
 
 
-class ServiceAccountError(Exception):
+class ServiceAccountError(CredprovError):
     """The service account or its token could not be obtained."""
 
 
@@ -157,7 +158,7 @@ class PluginProvider:
 
         token = ""
         annotations: dict[str, str] = {}
-        sa_cache_key = ""
+        sa_cache_key = b""
         flight_key: bytes | str = image
         ta = self.token_attributes
         if ta is not None:
@@ -286,7 +287,7 @@ class PluginProvider:
             self.executions += 1
         return self.plugin.exec(request)
 
-    def _cached(self, image: str, sa_cache_key: str) -> CacheEntry | None:
+    def _cached(self, image: str, sa_cache_key: bytes) -> CacheEntry | None:
         # Purge if due, then probe image, registry, <global>: one lock for all four steps.
         try:
             if sa_cache_key:

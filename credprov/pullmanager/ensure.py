@@ -29,18 +29,19 @@ under the ref later checks will use.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from credprov._gofmt import go_quote
+from credprov.chain import CredentialChain, ImageResolution, PodInfo, PullSecrets
 from credprov.clock import Clock, RealClock
 from credprov.durations import format_duration
-from credprov.images import InvalidImageError, parse_image_name
-from credprov.keyring import Keyring, TrackedAuthConfig, make_pull_secret_keyring
-from credprov.plugin.provider import PodInfo
+from credprov.errors import CredprovError
+from credprov.images import InvalidImageError
+from credprov.keyring import TrackedAuthConfig
+from credprov.pullmanager.interfaces import REGISTRY_UNAVAILABLE, ImageService, PullError
 from credprov.pullmanager.manager import GetPodCredentials
-from credprov.pullmanager.runtime import REGISTRY_UNAVAILABLE, ImageRuntime, PullError
 from credprov.pullmanager.types import (
     ImagePullCredentials,
     ImagePullSecret,
@@ -58,14 +59,12 @@ __all__ = [
     "PULL_NEVER",
     "PULL_POLICIES",
     "Container",
-    "CredentialLookup",
     "CredentialLookupError",
-    "EngineCredentials",
     "EnsureImage",
     "EnsureResult",
     "Event",
-    "KeyringCredentials",
     "PullManager",
+    "Resolver",
     "apply_default_image_tag",
     "credential_label",
     "default_pull_policy",
@@ -100,7 +99,7 @@ WARNING = "Warning"
 DEFAULT_IMAGE_TAG = "latest"
 
 
-class CredentialLookupError(Exception):
+class CredentialLookupError(CredprovError):
     """The pod's credentials could not be looked up (bad pull secret, plugin failure)."""
 
 
@@ -147,52 +146,13 @@ class PullRequestMetrics(Protocol):
     ) -> None: ...
 
 
-class CredentialLookup(Protocol):
-    """Where the credentials for a pod's image come from, in the order to try them."""
+class Resolver(Protocol):
+    """Where a pod's credentials come from: a :class:`credprov.chain.CredentialChain`
+    (the engine is one)."""
 
-    def lookup(
-        self, image: str, pull_secrets: Sequence[Mapping[str, Any]], pod: PodInfo
-    ) -> list[TrackedAuthConfig]:
-        """Raises CredentialLookupError (or KeyringError)."""
-        ...
-
-
-class KeyringCredentials:
-    """``MakeDockerKeyring(pullSecrets, defaultKeyring).Lookup(repo)``: the pod's pull
-    secrets first, then ``default`` (node docker config, plugins)."""
-
-    def __init__(self, default: Keyring | None = None) -> None:
-        self.default = default
-
-    def lookup(
-        self, image: str, pull_secrets: Sequence[Mapping[str, Any]], pod: PodInfo
-    ) -> list[TrackedAuthConfig]:
-        try:
-            repo = parse_image_name(image)
-        except InvalidImageError as exc:
-            raise CredentialLookupError(
-                f"couldn't parse image name {go_quote(image)}: {exc}"
-            ) from None
-        creds = make_pull_secret_keyring(pull_secrets).lookup(repo)
-        if self.default is not None:
-            creds += self.default.lookup(repo)
-        return creds
-
-
-class EngineCredentials:
-    """Credentials from an :class:`credprov.engine.Engine` (pull secrets, node config,
-    credential provider plugins)."""
-
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
-
-    def lookup(
-        self, image: str, pull_secrets: Sequence[Mapping[str, Any]], pod: PodInfo
-    ) -> list[TrackedAuthConfig]:
-        resolution = self.engine.resolve(image, pull_secrets, pod)
-        if resolution.error:
-            raise CredentialLookupError(resolution.error)
-        return list(resolution.credentials)
+    def resolve(
+        self, image: str, pull_secrets: Sequence[Mapping[str, Any]] = (), pod: PodInfo | None = None
+    ) -> ImageResolution: ...
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -205,7 +165,7 @@ def apply_default_image_tag(image: str) -> str:
     Raises:
         InvalidImageError: with ``parsers.ParseImageName``'s ``couldn't parse image name``.
     """
-    from credprov.pullmanager.runtime import split_reference
+    from credprov.images import split_reference
 
     try:
         _, tag, digest = split_reference(image)
@@ -219,7 +179,7 @@ def apply_default_image_tag(image: str) -> str:
 def default_pull_policy(image: str) -> str:
     """The API server's ``SetDefaults_Container``: ``Always`` for ``:latest`` (or no tag and
     no digest), ``IfNotPresent`` otherwise."""
-    from credprov.pullmanager.runtime import split_reference
+    from credprov.images import split_reference
 
     try:
         _, tag, digest = split_reference(image)
@@ -384,24 +344,40 @@ class EnsureImage:
 
     ``pull_manager`` None means the feature gate is off: present images are used by
     anyone, nothing is recorded. ``credentials`` defaults to the pod's pull secrets alone.
+    A provider that fails is skipped, as the kubelet carries on with the other
+    credentials; ``on_provider_error(image, provider, error)`` is told about it.
     """
 
     def __init__(
         self,
-        runtime: ImageRuntime,
+        runtime: ImageService,
         pull_manager: PullManager | None = None,
         *,
-        credentials: CredentialLookup | None = None,
+        credentials: Resolver | None = None,
         metrics: PullRequestMetrics | None = None,
+        on_provider_error: Callable[[str, str, str], None] | None = None,
         clock: Clock | None = None,
         verify_image_ref: bool = False,
     ) -> None:
         self.runtime = runtime
         self.pull_manager = pull_manager
-        self.credentials = credentials or KeyringCredentials()
+        self.credentials = credentials or CredentialChain([PullSecrets()])
+        self.on_provider_error = on_provider_error
         self.metrics = metrics
         self.clock = clock or RealClock()
         self.verify_image_ref = verify_image_ref
+
+    def _lookup(
+        self, image: str, pull_secrets: Sequence[Mapping[str, Any]], pod: PodInfo
+    ) -> list[TrackedAuthConfig]:
+        resolution = self.credentials.resolve(image, pull_secrets, pod)
+        if resolution.error:
+            raise CredentialLookupError(resolution.error)
+        if self.on_provider_error is not None:
+            for provider in resolution.providers:
+                if provider.error:
+                    self.on_provider_error(image, provider.name, provider.error)
+        return list(resolution.credentials)
 
     def ensure_image_exists(
         self,
@@ -479,8 +455,7 @@ class EnsureImage:
             if not cache:
                 result.credential_lookups += 1
                 try:
-                    creds = self.credentials.lookup(spec, pull_secrets, pod)
-                    cache.append((creds, None))
+                    cache.append((self._lookup(spec, pull_secrets, pod), None))
                 except Exception as exc:
                     cache.append((None, exc))
             creds_or_none, err = cache[0]

@@ -145,9 +145,13 @@ class FSPullRecordsAccessor:
 
     Args:
         kubelet_root: the kubelet's root directory (``/var/lib/kubelet``).
-        migrate: rewrite ``v1alpha1`` files as ``v1beta1`` now (what the kubelet does at
-            start). With ``migrate=False`` nothing is written until the first write, so an
+        migrate: create ``image_manager/{pulling,pulled}`` (0700) and rewrite ``v1alpha1``
+            files as ``v1beta1`` now, as the kubelet's accessor does when it is created.
+            With ``migrate=False`` nothing is written until the first write, so an
             inspector leaves the disk untouched.
+
+    Raises:
+        StoreWriteError: with ``migrate``, a directory cannot be created.
         on_change: called after every successful write or delete (the size gauges).
     """
 
@@ -170,6 +174,11 @@ class FSPullRecordsAccessor:
         self._counted: dict[str, tuple[int, int]] = {}  # kind -> (mtime, _count's answer)
         self._scanned_at = 0.0
         if migrate:
+            for directory in (self.intents_dir, self.records_dir):
+                try:
+                    _mkdir_all(directory)
+                except OSError as exc:
+                    raise StoreWriteError(f"{directory}: cannot create: {_reason(exc)}") from None
             self._migrate()
 
     def forget_startup_scan(self) -> None:

@@ -1,4 +1,5 @@
-"""The contracts between the pull manager's parts (store, memory layer, manager, runtime).
+"""The contracts between the pull manager's parts (store, memory layer, manager) and the
+container runtime (:class:`ImageService`).
 
 Mirrors ``pkg/kubelet/images/pullmanager/interfaces.go``. Every accessor implements
 :class:`PullRecordsAccessor`; the manager talks only to that protocol, so the file store,
@@ -9,19 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
+from credprov.errors import CredprovError
+from credprov.keyring import TrackedAuthConfig
 from credprov.pullmanager.types import ImagePulledRecord, ImagePullIntent
 
 
-class StoreReadError(Exception):
+class StoreReadError(CredprovError):
     """A record or intent file exists but cannot be read or strictly decoded.
 
     The manager fails safe on it: the image counts as kubelet-pulled and must be verified.
     """
 
 
-class StoreWriteError(Exception):
+class StoreWriteError(CredprovError):
     """A record or intent could not be written or deleted (ENOSPC, EACCES, ...)."""
 
 
@@ -64,8 +67,38 @@ class RuntimeImage:
     size: int = 0
 
 
+#: ``crierrors.ErrRegistryUnavailable``: the kubelet recognises it by this message prefix.
+REGISTRY_UNAVAILABLE = "RegistryUnavailable"
+
+
+class PullError(CredprovError):
+    """``PullImage`` failed; ``str()`` is the runtime's message (never a password)."""
+
+
 class ImageService(Protocol):
-    """The part of the CRI ``ImageService`` the pull manager needs."""
+    """The container runtime as the kubelet's image path uses it: the CRI ``ImageService``.
+
+    The one runtime contract: the pull manager's housekeeping needs :meth:`list_images`,
+    the image manager (``EnsureImageExists``) :meth:`image_ref` and :meth:`pull_image`,
+    image garbage collection :meth:`remove_image`. :class:`credprov.runtime.cri.CRIRuntime`
+    (a real runtime over gRPC) and :class:`credprov.testing.FakeRuntime` implement it.
+    """
 
     def list_images(self) -> list[RuntimeImage]:
         """Every image; may raise (the manager logs and carries on)."""
+        ...
+
+    def image_ref(self, image: str) -> str | None:
+        """``ImageStatus(image).Image.Id``, None when the image is not present."""
+        ...
+
+    def pull_image(self, image: str, auth: TrackedAuthConfig | None) -> str:
+        """Pull ``image`` (default tag applied) with ``auth`` (None: anonymous).
+
+        Returns the image reference the runtime stored. Raises PullError.
+        """
+        ...
+
+    def remove_image(self, image: str) -> Any:
+        """Remove ``image``; what it returns is the runtime's business. May raise."""
+        ...

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 from credprov._gofmt import go_quote
+from credprov.errors import CredprovError
 from credprov.images import InvalidImageError, parse_image_name
 
 __all__ = [
@@ -79,7 +80,7 @@ class InvalidImageNameError(InvalidImageError):
         self.reason = reason
 
 
-class AllowlistError(ValueError):
+class AllowlistError(CredprovError, ValueError):
     """A ``preloadedImagesVerificationAllowlist`` pattern the kubelet rejects."""
 
 

@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from credprov.errors import CredprovError
+
 GROUP = "kubelet.config.k8s.io"
 VERSIONS = ("v1alpha1", "v1beta1")
 #: What credprov writes (1.35+); v1alpha1 files are read and migrated.
@@ -29,7 +31,7 @@ RECORD_KIND = "ImagePulledRecord"
 _STRICT = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
 
 
-class RecordDecodeError(ValueError):
+class RecordDecodeError(CredprovError, ValueError):
     """A record or intent file that does not decode strictly."""
 
 
@@ -96,8 +98,20 @@ class ImagePulledRecord(BaseModel):
 
 
 def cache_filename(raw: str) -> str:
-    """``sha256-<hex>`` of an intent's image or a record's imageRef (``CacheFilename``)."""
-    return "sha256-" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
+    """``sha256-<hex>`` of an intent's image or a record's imageRef (``CacheFilename``).
+
+    Go hashes the string's bytes: an argument that is not UTF-8 (kept by Python as
+    surrogate escapes) hashes as its original bytes.
+    """
+    try:
+        data = raw.encode("utf-8")
+    except UnicodeEncodeError:
+        data = raw.encode("utf-8", "surrogateescape" if _escapes_only(raw) else "replace")
+    return "sha256-" + hashlib.sha256(data).hexdigest()
+
+
+def _escapes_only(raw: str) -> bool:
+    return all(not "\ud800" <= ch <= "\udfff" or "\udc80" <= ch <= "\udcff" for ch in raw)
 
 
 # -- encoding ---------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ grpc and the generated ``runtime.v1`` stubs (the ``cri`` extra: grpcio and
 credprov is, so plugin executables and the rest of the CLI do not pay for them.
 
 Errors: :class:`CRIError` (one line) when the runtime cannot be reached or answers an
-RPC other than ``PullImage`` with an error; :class:`credprov.pullmanager.runtime.PullError`
+RPC other than ``PullImage`` with an error; :class:`credprov.testing.runtime.PullError`
 when a pull fails. Neither ever contains the password that was sent.
 """
 
@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from credprov.errors import CredprovError
 from credprov.keyring import TrackedAuthConfig
-from credprov.pullmanager.interfaces import RuntimeImage
-from credprov.pullmanager.runtime import PullError
+from credprov.pullmanager.interfaces import PullError, RuntimeImage
 
 if TYPE_CHECKING:
     from cri_api.v1 import api_pb2
@@ -92,7 +92,7 @@ _TRANSPORT_CODES = frozenset({"Unavailable", "DeadlineExceeded", "Canceled"})
 _T = TypeVar("_T")
 
 
-class CRIError(Exception):
+class CRIError(CredprovError):
     """The runtime could not be reached, does not speak ``runtime.v1``, or refused a
     request other than a pull. ``str()`` is one line and never holds a password;
     ``code`` is the Go name of the gRPC status (``Unavailable``, ...) when there was one."""
@@ -266,7 +266,7 @@ def _connect_reason(details: str) -> str:
 
 class CRIRuntime:
     """The CRI ``ImageService`` of the runtime at ``endpoint``; an
-    :class:`credprov.pullmanager.runtime.ImageRuntime`, so a drop-in for ``FakeRuntime``.
+    :class:`credprov.testing.runtime.ImageService`, so a drop-in for ``FakeRuntime``.
 
     Args:
         endpoint: ``unix:///abs/path`` (or the bare path) of the runtime's CRI socket.

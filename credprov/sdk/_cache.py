@@ -179,7 +179,8 @@ class ResponseCache:
 
     def _read(self, path: str) -> dict[str, Any] | None:
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            # O_NONBLOCK: a FIFO planted in the cache dir must not hang the plugin.
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
             return None
         try:

@@ -253,6 +253,7 @@ def run(
     stdout: Any = None,
     stderr: Any = None,
     clock: Callable[[], float] | None = None,
+    empty_image_error: str | None = None,
 ) -> int:
     """Run a plugin once; returns the exit code (call ``sys.exit(run(...))``).
 
@@ -265,6 +266,10 @@ def run(
         cache_dir: where; default :func:`credprov.sdk._cache.default_cache_dir`.
         cache_identity: ``ServiceAccount`` or ``Token``: how a service-account token keys
             the cache (as the kubelet's ``tokenAttributes.cacheType``).
+        empty_image_error: the plugin's own text for a request with an empty image (e.g.
+            upstream ECR's ``image in plugin request was empty``), printed as
+            ``<name>: <text>`` with exit 1 once the rest of the request decoded; by
+            default the SDK's ``invalid request: request has an empty image``.
     """
     argv = sys.argv[1:] if argv is None else argv
     stdin = stdin if stdin is not None else sys.stdin.buffer
@@ -308,9 +313,13 @@ def run(
     try:
         from credprov.sdk._wire import parse_request
 
-        request = parse_request(stdin.read(4 * 1024 * 1024))
+        request = parse_request(
+            stdin.read(4 * 1024 * 1024), allow_empty_image=empty_image_error is not None
+        )
     except RequestError as exc:
         return fail(EXIT_ERROR, f"invalid request: {exc}")
+    if not request.image and empty_image_error is not None:
+        return fail(EXIT_ERROR, empty_image_error)
     secrets = [request.service_account_token]
 
     identity = ""

@@ -1,4 +1,10 @@
-"""The exec API as a plugin sees it: strict request decoding and kubelet-exact responses.
+"""The exec API as a plugin sees it: lenient request decoding and kubelet-exact responses.
+
+Requests are decoded as upstream plugins decode them (Go's ``json.Unmarshal``): fields this
+version does not know are ignored, so a future kubelet that adds a request field does not
+break the plugin, a repeated field keeps its last value, and a lone UTF-16 surrogate becomes
+U+FFFD. The kind and apiVersion are still checked. (The kubelet decodes *responses*
+strictly; that is ``credprov.api.exec``'s job.)
 
 Standard library only (``json``): this module is on every plugin's warm path, so it must not
 import pydantic. It mirrors what ``credprov.api.exec`` does with pydantic — the same
@@ -21,9 +27,6 @@ REQUEST_KIND = "CredentialProviderRequest"
 RESPONSE_KIND = "CredentialProviderResponse"
 CACHE_KEY_TYPES = ("Image", "Registry", "Global")
 
-_V1_FIELDS = frozenset(
-    ("kind", "apiVersion", "image", "serviceAccountToken", "serviceAccountAnnotations")
-)
 _OLD_FIELDS = frozenset(("kind", "apiVersion", "image"))
 
 
@@ -58,28 +61,33 @@ class Request:
         return f"Request(image={self.image!r}, api_version={self.api_version!r}, token={token!r})"
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise RequestError(f'strict decoding error: duplicate field "{key}"')
-        out[key] = value
-    return out
+def _go_string(value: str) -> str:
+    """Go's decoder turns a lone UTF-16 surrogate (``"\\ud800"``) into U+FFFD."""
+    if not any("\ud800" <= ch <= "\udfff" for ch in value):
+        return value
+    return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in value)
 
 
-def parse_request(data: bytes) -> Request:
-    """Decode stdin as the kubelet's strict decoder would decode a request.
+def parse_request(data: bytes, *, allow_empty_image: bool = False) -> Request:
+    """Decode stdin leniently, as upstream plugins decode the kubelet's request.
+
+    Unknown fields are ignored (so are the service-account fields in versions before v1);
+    a repeated field keeps its last value.
+
+    Args:
+        allow_empty_image: return a request with an empty image instead of refusing it (for
+            plugins that refuse it with their own text).
 
     Raises:
-        RequestError: not JSON, not an object, wrong kind or version, unknown or duplicate
-            fields, wrong types, or an empty image.
+        RequestError: not JSON, not an object, wrong kind or version, wrong types, or an
+            empty image.
     """
     try:
-        doc = json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicates)
+        doc = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise RequestError("request is not valid UTF-8") from None
-    except RequestError:
-        raise
+    except RecursionError:
+        raise RequestError("request is not valid JSON: nested too deeply") from None
     except ValueError as exc:
         msg = getattr(exc, "msg", "invalid JSON")
         raise RequestError(f"request is not valid JSON: {msg}") from None
@@ -96,18 +104,14 @@ def parse_request(data: bytes) -> Request:
         )
     if kind != REQUEST_KIND:
         raise RequestError(f"unexpected kind {json.dumps(kind)}; want {REQUEST_KIND}")
-    allowed = _V1_FIELDS if api_version.endswith("/v1") else _OLD_FIELDS
-    unknown = [k for k in doc if k not in allowed]
-    if unknown:
-        raise RequestError(
-            "strict decoding error: " + ", ".join(f"unknown field {json.dumps(k)}" for k in unknown)
-        )
+    if not api_version.endswith("/v1"):  # the service-account fields arrived in v1
+        doc = {k: v for k, v in doc.items() if k in _OLD_FIELDS}
     image = doc.get("image")
     if image is None:
         image = ""
     if not isinstance(image, str):
         raise RequestError("request field image is not a string")
-    if not image:
+    if not image and not allow_empty_image:
         raise RequestError("request has an empty image")
     token = doc.get("serviceAccountToken") or ""
     if not isinstance(token, str):
@@ -117,7 +121,12 @@ def parse_request(data: bytes) -> Request:
         isinstance(v, str) for v in annotations.values()
     ):
         raise RequestError("request field serviceAccountAnnotations is not a string map")
-    return Request(image, api_version, token, annotations)
+    return Request(
+        _go_string(image),
+        api_version,
+        _go_string(token),
+        {_go_string(k): _go_string(v) for k, v in annotations.items()},
+    )
 
 
 def go_json(value: Any) -> str:

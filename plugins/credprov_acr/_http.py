@@ -1,16 +1,14 @@
-"""HTTP plumbing shared by the ACR exchange and the identity-bindings client.
+"""HTTP settings shared by the ACR exchange, the identity-bindings client and the AAD calls.
 
-Bounded retries with jitter for throttling and server errors: upstream retries nothing (and
-its HTTP client waits up to 60 s, the kubelet's whole deadline), so one 429 fails the pull.
-Here a request is retried on 429, 5xx and connection failures, at most
-:func:`max_retries` times, waiting ``Retry-After`` (capped) or an exponential backoff with
-jitter, and every request has its own timeouts well inside the kubelet's minute.
+Every request has its own timeouts well inside the kubelet's minute, and is retried at most
+:func:`max_retries` times: by urllib3's ``Retry`` for the ACR endpoints
+(:mod:`credprov_acr._retry`), by azure-core's retry policy for AAD and IMDS
+(:mod:`credprov_acr.credentials`). Only the standard library is imported here.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import time
 from collections.abc import Callable
 
@@ -40,17 +38,6 @@ def max_retries() -> int:
     if raw.isdigit():
         return min(int(raw), 10)
     return DEFAULT_MAX_RETRIES
-
-
-def backoff(attempt: int, retry_after: str | None = None) -> float:
-    """Seconds to wait before retry number ``attempt`` (1-based)."""
-    if retry_after:
-        try:
-            return min(max(float(retry_after), 0.0), MAX_BACKOFF_SECONDS)
-        except ValueError:
-            pass  # an HTTP date: fall back to the backoff
-    base = min(0.25 * (2 ** (attempt - 1)), MAX_BACKOFF_SECONDS)
-    return base * random.uniform(0.5, 1.0)
 
 
 def sleep(seconds: float) -> None:

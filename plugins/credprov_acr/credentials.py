@@ -210,7 +210,8 @@ def get_token(
     _quiet_azure_logging()
     from azure.core.exceptions import AzureError
 
-    # Bounded retries (azure-identity's defaults retry for minutes, past the kubelet's deadline).
+    # azure-core's retry policy, bounded: azure-identity's defaults (IMDS: 5 retries, backoff
+    # up to 60 s, 75 s for a 410) retry past the kubelet's deadline.
     pipeline: dict[str, Any] = {
         "retry_total": retries,
         "retry_backoff_factor": 0.5,

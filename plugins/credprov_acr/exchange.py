@@ -14,7 +14,7 @@ Differences, all on the side of safety: the AAD token is sent only to an ``https
 the login server or another ACR host (upstream follows any realm the registry names); a
 failure never quotes a response body that could hold a token (upstream's "unable to read
 response %s" prints the refresh token when the JSON is malformed); throttling and server
-errors are retried (:mod:`credprov_acr._http`); and :func:`refresh_token_lifetime` reads the
+errors are retried (urllib3's ``Retry``, :mod:`credprov_acr._retry`); and :func:`refresh_token_lifetime` reads the
 refresh token's ``exp`` so the answer is cached for as long as the token lives.
 
 Advanced/test knob: ``$CREDPROV_ACR_LOGIN_SERVER_URL`` (e.g. ``https://127.0.0.1:8443``)
@@ -174,59 +174,61 @@ class AcrClient:
         log: Log | None = None,
     ) -> None:
         import requests
+        from requests.adapters import HTTPAdapter
+
+        from credprov_acr._retry import retry
 
         self._requests = requests
         self.session = session if session is not None else requests.Session()
-        self.sleep = sleep
         self.retries = _http.max_retries() if retries is None else retries
         self.log: Log = log or (lambda level, message: None)
+        adapter = HTTPAdapter(max_retries=retry(self.retries, sleep, self.log))
+        for prefix in ("https://", "http://"):
+            self.session.mount(prefix, adapter)
         self.acr_suffix = acr_suffix.strip().lstrip(".").lower()
         self.base_override = os.environ.get(LOGIN_SERVER_URL_ENV, "").strip().rstrip("/")
 
     # -- HTTP -------------------------------------------------------------------------------
 
     def _send(self, method: str, url: str, what: str, **kwargs: Any) -> tuple[Any, bytes]:
-        """(response, body up to the cap), retrying throttling and server errors."""
+        """(last response, body up to the cap); the session's adapter retries.
+
+        Raises:
+            ExchangeError: no response, or a body over the cap.
+        """
         requests = self._requests
         host = urlsplit(url).netloc
-        attempt = 0
-        while True:
-            try:
-                resp = self.session.request(
-                    method,
-                    url,
-                    headers={"User-Agent": _http.USER_AGENT},
-                    timeout=_http.TIMEOUT,
-                    stream=True,
-                    allow_redirects=False,
-                    **kwargs,
-                )
-                with resp:
-                    body = self._read(resp, what)
-            except requests.Timeout:
-                failure = f"{what}: timed out talking to {host}"
-            except requests.exceptions.SSLError:
-                failure = f"{what}: TLS handshake with {host} failed (certificate not trusted?)"
-            except requests.ConnectionError:
-                failure = f"{what}: cannot connect to {host}"
-            except requests.RequestException as exc:
-                failure = f"{what}: request to {host} failed ({type(exc).__name__})"
-            else:
-                if resp.status_code not in _http.RETRY_STATUSES or attempt >= self.retries:
-                    return resp, body
-                failure = f"{what}: {host} answered {_http.status_text(resp.status_code)}"
-                retry_after = resp.headers.get("Retry-After")
-                attempt += 1
-                wait = _http.backoff(attempt, retry_after)
-                self.log(2, f"{failure}; retry {attempt}/{self.retries} in {wait:.1f}s")
-                self.sleep(wait)
-                continue
-            if attempt >= self.retries:
-                raise ExchangeError(failure)
-            attempt += 1
-            wait = _http.backoff(attempt)
-            self.log(2, f"{failure}; retry {attempt}/{self.retries} in {wait:.1f}s")
-            self.sleep(wait)
+        try:
+            resp = self.session.request(
+                method,
+                url,
+                headers={"User-Agent": _http.USER_AGENT},
+                timeout=_http.TIMEOUT,
+                stream=True,
+                allow_redirects=False,
+                **kwargs,
+            )
+            with resp:
+                return resp, self._read(resp, what)
+        except requests.Timeout:
+            raise ExchangeError(f"{what}: timed out talking to {host}") from None
+        except requests.exceptions.SSLError:
+            raise ExchangeError(
+                f"{what}: TLS handshake with {host} failed (certificate not trusted?)"
+            ) from None
+        except requests.ConnectionError as exc:
+            from urllib3.exceptions import ReadTimeoutError
+
+            # After retries a read timeout arrives as urllib3's MaxRetryError; its
+            # ``reason`` is the last attempt's error.
+            last = getattr(exc.args[0], "reason", None) if exc.args else None
+            if isinstance(last, ReadTimeoutError):
+                raise ExchangeError(f"{what}: timed out talking to {host}") from None
+            raise ExchangeError(f"{what}: cannot connect to {host}") from None
+        except requests.RequestException as exc:
+            raise ExchangeError(
+                f"{what}: request to {host} failed ({type(exc).__name__})"
+            ) from None
 
     @staticmethod
     def _read(resp: Any, what: str) -> bytes:

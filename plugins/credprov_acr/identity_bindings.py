@@ -158,6 +158,8 @@ def get_token(
     host_header = ib.sni_name if port == DEFAULT_PORT else f"{ib.sni_name}:{port}"
     where = f"identity-bindings endpoint {ib.sni_name} ({address}:{port})"
     log(4, f"requesting a token from the {where} with scope {scope}")
+    from credprov_acr._retry import retry
+
     with urllib3.HTTPSConnectionPool(
         address,
         port=port,
@@ -165,44 +167,38 @@ def get_token(
         server_hostname=ib.sni_name,
         assert_hostname=ib.sni_name,
         timeout=urllib3.Timeout(connect=_http.TIMEOUT[0], read=_http.TIMEOUT[1]),
-        retries=False,
     ) as pool:
-        attempt = 0
-        while True:
+        try:
+            resp = pool.request(
+                "POST",
+                "/",
+                body=body,
+                headers={
+                    "Host": host_header,
+                    "Content-Type": "application/x-www-form-urlencoded",
+                    "User-Agent": _http.USER_AGENT,
+                },
+                preload_content=False,
+                redirect=False,
+                retries=retry(retries, sleep, log),
+            )
             try:
-                resp = pool.request(
-                    "POST",
-                    "/",
-                    body=body,
-                    headers={
-                        "Host": host_header,
-                        "Content-Type": "application/x-www-form-urlencoded",
-                        "User-Agent": _http.USER_AGENT,
-                    },
-                    preload_content=False,
-                    redirect=False,
-                )
-                try:
-                    data = resp.read(_http.MAX_BODY_BYTES + 1)
-                finally:
-                    resp.release_conn()
-                status = resp.status
-                failure = f"token request to the {where} failed: {_http.status_text(status)}"
-                retry_after = resp.headers.get("Retry-After")
-            except urllib3.exceptions.SSLError:
-                status, data, retry_after = 0, b"", None
-                failure = f"TLS handshake with the {where} failed (certificate not trusted?)"
-            except urllib3.exceptions.HTTPError as exc:
-                status, data, retry_after = 0, b"", None
-                failure = f"cannot reach the {where} ({type(exc).__name__})"
-            if status == 200:
-                break
-            if (status and status not in _http.RETRY_STATUSES) or attempt >= retries:
-                raise IdentityBindingsError(failure)
-            attempt += 1
-            wait = _http.backoff(attempt, retry_after)
-            log(2, f"{failure}; retry {attempt}/{retries} in {wait:.1f}s")
-            sleep(wait)
+                data = resp.read(_http.MAX_BODY_BYTES + 1)
+            finally:
+                resp.release_conn()
+        except urllib3.exceptions.HTTPError as exc:
+            last = getattr(exc, "reason", None) or exc  # MaxRetryError: the last error
+            if isinstance(last, urllib3.exceptions.SSLError):
+                raise IdentityBindingsError(
+                    f"TLS handshake with the {where} failed (certificate not trusted?)"
+                ) from None
+            raise IdentityBindingsError(
+                f"cannot reach the {where} ({type(last).__name__})"
+            ) from None
+    if resp.status != 200:
+        raise IdentityBindingsError(
+            f"token request to the {where} failed: {_http.status_text(resp.status)}"
+        )
     if len(data) > _http.MAX_BODY_BYTES:
         raise IdentityBindingsError(f"the answer of the {where} is larger than the read limit")
     try:

@@ -221,4 +221,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         options=OPTIONS,
         cache=True,
         argv=sdk_argv,
+        # Upstream decodes the request, then refuses an empty image with this text.
+        empty_image_error="image in plugin request was empty",
     )

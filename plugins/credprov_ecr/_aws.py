@@ -11,17 +11,21 @@ which the Go SDK reads before ``AWS_DEFAULT_REGION``, so :class:`Clients` passes
 
 Every client gets: the FIPS / dual-stack variant the registry host names (upstream ignores
 both), HTTP timeouts that keep a call inside the kubelet's deadline (upstream: 30 s per
-call), botocore retries off (:mod:`credprov_ecr._retry` retries instead), and a check that a
-200 answer is JSON at all (botocore silently reads malformed JSON as ``{}``).
+call), botocore's standard retry mode behind the call's time budget
+(:mod:`credprov_ecr._retry`), and a check that a 200 answer is JSON at all (botocore
+silently reads malformed JSON as ``{}``).
 
 Error messages are built here from error codes and AWS's own messages, never from response
-bodies (botocore's parser errors quote the body, which may hold a token).
+bodies (botocore's parser errors quote the body, which may hold a token, and botocore takes
+the whole body of an error answer that is not AWS's, e.g. a proxy's HTML page, as its
+message: such a body is dropped before botocore parses it, leaving the HTTP status).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from http import HTTPStatus
 from typing import Any
 
 import botocore.exceptions as bx
@@ -31,53 +35,17 @@ from botocore.config import Config
 from botocore.parsers import ResponseParserError
 
 from credprov import __version__
+from credprov_ecr._retry import CallRetries
 
 #: Per-attempt HTTP timeouts in seconds (connect, read): together with the retry budget they
 #: keep a run well inside the kubelet's one-minute deadline.
 CONNECT_TIMEOUT = 10
 READ_TIMEOUT = 20
 
-#: Error codes that mean "slow down" (botocore's standard retry mode list).
-THROTTLING_CODES = frozenset(
-    (
-        "Throttling",
-        "ThrottlingException",
-        "ThrottledException",
-        "RequestThrottledException",
-        "TooManyRequestsException",
-        "ProvisionedThroughputExceededException",
-        "TransactionInProgressException",
-        "RequestLimitExceeded",
-        "BandwidthLimitExceeded",
-        "LimitExceededException",
-        "RequestThrottled",
-        "SlowDown",
-        "PriorRequestNotComplete",
-        "EC2ThrottledException",
-    )
-)
-#: Error codes of failures that a later attempt may not see.
-TRANSIENT_CODES = frozenset(
-    (
-        "RequestTimeout",
-        "RequestTimeoutException",
-        "InternalError",
-        "InternalFailure",
-        "InternalServerError",
-        "ServiceUnavailable",
-        "ServerException",  # ECR's 5xx
-        "IDPCommunicationError",  # STS: the OIDC issuer did not answer
-    )
-)
-TRANSIENT_STATUS = frozenset((429, 500, 502, 503, 504))
-_TRANSIENT_CONNECTION_ERRORS = (
-    bx.EndpointConnectionError,
-    bx.ConnectionClosedError,
-    bx.ConnectTimeoutError,
-    bx.ReadTimeoutError,
-)
-
 _MAX_MESSAGE = 300
+
+#: HTTP reason phrases, for an error answer that said nothing else.
+_REASONS = {s.value: s.phrase for s in HTTPStatus}
 
 
 class MalformedResponse(Exception):
@@ -85,16 +53,35 @@ class MalformedResponse(Exception):
 
 
 def _check_json_body(response_dict: dict[str, Any], operation_model: Any, **_: Any) -> None:
-    # botocore parses a malformed JSON body as {}: the caller would then report "empty
-    # authorization data". Say what really happened instead.
     if operation_model.metadata.get("protocol") != "json":
         return
-    if response_dict.get("status_code") != 200:
-        return
+    status = response_dict.get("status_code")
+    body = response_dict.get("body") or b""
+    if status == 200:
+        # botocore parses a malformed JSON body as {}: the caller would then report "empty
+        # authorization data". Say what really happened instead.
+        try:
+            json.loads(body)
+        except ValueError:
+            raise MalformedResponse("the answer is not valid JSON") from None
+    elif isinstance(status, int) and status >= 300 and not _is_aws_error(response_dict):
+        # botocore quotes an error body it cannot read as the error's message (a proxy's
+        # or load balancer's HTML page, whatever it holds). Without the body it reports the
+        # status alone, which is all that is known about an answer that is not AWS's.
+        response_dict["body"] = b""
+
+
+def _is_aws_error(response_dict: dict[str, Any]) -> bool:
+    """Whether an error answer is AWS's own: a JSON object naming its error type (``__type``),
+    or one sent with the ``x-amzn-ErrorType`` header."""
     try:
-        json.loads(response_dict.get("body") or b"")
+        doc = json.loads(response_dict.get("body") or b"")
     except ValueError:
-        raise MalformedResponse("the answer is not valid JSON") from None
+        return False
+    if not isinstance(doc, dict):
+        return False
+    headers = {str(k).lower() for k in (response_dict.get("headers") or {})}
+    return isinstance(doc.get("__type"), str) or "x-amzn-errortype" in headers
 
 
 class Clients:
@@ -140,17 +127,22 @@ class Clients:
         dualstack: bool = False,
         credentials: Mapping[str, str] | None = None,
         unsigned: bool = False,
+        retries: CallRetries | None = None,
     ) -> Any:
         """A client for ``service`` in ``region`` (None: the default region).
 
         ``fips``/``dualstack`` force that endpoint variant; when False the SDK's own settings
         (``AWS_USE_FIPS_ENDPOINT``, the profile) still apply. An endpoint override
-        (``AWS_ENDPOINT_URL_<SERVICE>``, ``AWS_ENDPOINT_URL``) wins over both.
+        (``AWS_ENDPOINT_URL_<SERVICE>``, ``AWS_ENDPOINT_URL``) wins over both. ``retries``:
+        the call's retries (without: botocore's standard mode and its default attempts).
         """
         config = Config(
             connect_timeout=CONNECT_TIMEOUT,
             read_timeout=READ_TIMEOUT,
-            retries={"total_max_attempts": 1, "mode": "standard"},
+            retries={
+                "mode": "standard",
+                **({"total_max_attempts": retries.policy.max_attempts} if retries else {}),
+            },
             use_fips_endpoint=True if fips else None,
             use_dualstack_endpoint=True if dualstack else None,
             user_agent_extra=f"credprov-ecr/{__version__}",
@@ -165,25 +157,9 @@ class Clients:
             }
         client = self.session().create_client(service, region_name=region, config=config, **kwargs)
         client.meta.events.register("before-parse", _check_json_body)
+        if retries is not None:
+            retries.install(client)
         return client
-
-
-def retryable(exc: BaseException) -> bool:
-    """Whether a later attempt may succeed: throttling, 5xx/429, timeouts, lost connections."""
-    if isinstance(exc, bx.ClientError):
-        error = exc.response.get("Error", {})
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        code = error.get("Code", "")
-        return code in THROTTLING_CODES or code in TRANSIENT_CODES or status in TRANSIENT_STATUS
-    return isinstance(exc, _TRANSIENT_CONNECTION_ERRORS)
-
-
-def is_throttling(exc: BaseException) -> bool:
-    """Whether the service asked to slow down."""
-    if not isinstance(exc, bx.ClientError):
-        return False
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return exc.response.get("Error", {}).get("Code", "") in THROTTLING_CODES or status == 429
 
 
 def _one_line(text: str) -> str:
@@ -205,6 +181,8 @@ def describe(exc: BaseException) -> str:
         code = str(error.get("Code", "") or "")
         message = _one_line(error.get("Message", "") or "")
         if not code or code == str(status):
+            if not message and isinstance(status, int):
+                message = _REASONS.get(status, "")
             return f"HTTP {status} {message}".rstrip()
         return f"{code} (HTTP {status}): {message}" if message else f"{code} (HTTP {status})"
     if isinstance(exc, MalformedResponse):

@@ -85,10 +85,12 @@ def main() -> int:
         "credprov_ecr.plugin:provide",
         name=NAME,
         description="Amazon ECR credentials for the kubelet: GetAuthorizationToken for the "
-        "image's registry (private ECR in every partition, or ECR Public), optionally as the "
-        "role of the pod's service account (eks.amazonaws.com/ecr-role-arn, AWS_ECR_ROLE_ARN). "
-        "Positional arguments are ignored, as upstream.",
+        "image's registry (private ECR in every partition, or ECR Public), optionally as "
+        "the role of the pod's service account (eks.amazonaws.com/ecr-role-arn, "
+        "AWS_ECR_ROLE_ARN). Positional arguments are ignored, as upstream.",
         options=OPTIONS,
         cache=True,
         argv=argv,
+        # Upstream decodes the request, then refuses an empty image with this text.
+        empty_image_error="image in plugin request was empty",
     )

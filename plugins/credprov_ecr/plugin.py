@@ -15,9 +15,9 @@ Behaviour of upstream's plugin (kubernetes/cloud-provider-aws ``cmd/ecr-credenti
    ``cacheKeyType: Registry``, ``cacheDuration`` half the token's remaining lifetime in
    whole seconds (omitted when that is not positive, ``0s`` when ECR gave no expiry).
 
-Beyond upstream: ``-fips`` and dual-stack hosts use the matching API endpoints, throttling
-and transient failures are retried with jitter within bounds, and the answer stays in the
-plugin's own cache for ``cacheDuration`` (see ``main.py``). Failures raise
+Beyond upstream: ``-fips`` and dual-stack hosts use the matching API endpoints, botocore's
+standard retries are kept within a time budget (:mod:`credprov_ecr._retry`), and the answer
+stays in the plugin's own cache for ``cacheDuration`` (see ``main.py``). Failures raise
 :class:`~credprov.sdk.PluginError` with one line that never quotes a response body, the
 service-account token or any credential.
 """
@@ -27,7 +27,6 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ from typing import Any
 from credprov.clock import Clock
 from credprov.sdk import Context, PluginError, Request, Response
 from credprov_ecr import _aws
-from credprov_ecr._retry import RetriesExhausted, RetryPolicy, call_with_retries
+from credprov_ecr._retry import CallRetries, RetryPolicy
 from credprov_ecr.registry import (
     ECR_PUBLIC_REGION,
     ImageReferenceError,
@@ -110,7 +109,8 @@ class EcrCredentialProvider:
         env: the environment (role ARN, region, ``AWS_MAX_ATTEMPTS``); default ``os.environ``.
         clients: the AWS client factory (tests hook its clients).
         clock: wall-clock nanoseconds, for ``cacheDuration``.
-        sleep, monotonic, rand: the retry loop's time and jitter.
+        sleep, monotonic: the retries' waiting and time budget (botocore's standard mode
+            decides what to retry and how long to wait; see :mod:`credprov_ecr._retry`).
         log: ``log(level, message)``, shown at ``-v level``; never given a secret.
     """
 
@@ -121,7 +121,6 @@ class EcrCredentialProvider:
         clock: Clock | None = None,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
-        rand: Callable[[], float] = random.random,
         log: Log | None = None,
     ) -> None:
         self.env: Mapping[str, str] = os.environ if env is None else env
@@ -130,7 +129,6 @@ class EcrCredentialProvider:
         self.policy = RetryPolicy.from_env(self.env)
         self._sleep = sleep
         self._monotonic = monotonic
-        self._rand = rand
         self._log: Log = log if log is not None else (lambda level, message: None)
         # Values that must never appear in a message, whatever an error says.
         self._secrets = [
@@ -194,13 +192,14 @@ class EcrCredentialProvider:
         region = region or self._default_region() or ECR_PUBLIC_REGION
         self._log(2, f"assuming role {role_arn} with the service-account token (STS {region})")
 
-        def call() -> dict[str, str]:
+        def call(retries: CallRetries) -> dict[str, str]:
             sts = self.clients.client(
                 "sts",
                 region,
                 fips=registry.fips,
                 dualstack=registry.dualstack,
                 unsigned=True,  # the token is the credential: never resolve the node's
+                retries=retries,
             )
             out = sts.assume_role_with_web_identity(
                 RoleArn=role_arn, RoleSessionName=ROLE_SESSION_NAME, WebIdentityToken=token
@@ -222,12 +221,13 @@ class EcrCredentialProvider:
     def _public_authorization(
         self, registry: Registry, credentials: Mapping[str, str] | None
     ) -> AuthorizationData:
-        def call() -> AuthorizationData:
+        def call(retries: CallRetries) -> AuthorizationData:
             client = self.clients.client(
                 "ecr-public",
                 ECR_PUBLIC_REGION,
                 dualstack=registry.dualstack,
                 credentials=credentials,
+                retries=retries,
             )
             out = client.get_authorization_token()
             data = out.get("authorizationData") if isinstance(out, dict) else None
@@ -256,13 +256,14 @@ class EcrCredentialProvider:
     def _private_authorization(
         self, registry: Registry, region: str, credentials: Mapping[str, str] | None
     ) -> AuthorizationData:
-        def call() -> AuthorizationData:
+        def call(retries: CallRetries) -> AuthorizationData:
             client = self.clients.client(
                 "ecr",
                 region,
                 fips=registry.fips,
                 dualstack=registry.dualstack,
                 credentials=credentials,
+                retries=retries,
             )
             out = client.get_authorization_token()
             data = out.get("authorizationData") if isinstance(out, dict) else None
@@ -285,36 +286,29 @@ class EcrCredentialProvider:
         operation: str,
         service: str,
         region: str,
-        fn: Callable[[], Any],
+        fn: Callable[[CallRetries], Any],
         prefix: str = "",
     ) -> Any:
-        def on_retry(exc: BaseException, attempt: int, delay: float) -> None:
-            kind = "throttled" if _aws.is_throttling(exc) else "transient error"
+        """``fn(retries)``: one API call on clients it makes with ``retries``; its failure
+        as one line (with the number of attempts when there were several)."""
+
+        def on_retry(kind: str, attempt: int, delay: float) -> None:
             self._log(1, f"{operation}: {kind} on attempt {attempt}, retrying in {delay:.2f}s")
 
         where = f"{operation} ({service}, {region})"
+        retries = CallRetries(
+            self.policy, sleep=self._sleep, monotonic=self._monotonic, on_retry=on_retry
+        )
         try:
-            return call_with_retries(
-                fn,
-                _aws.retryable,
-                self.policy,
-                sleep=self._sleep,
-                monotonic=self._monotonic,
-                rand=self._rand,
-                on_retry=on_retry,
-            )
+            return fn(retries)
         except PluginError as exc:
             raise PluginError(self._scrub(_join(prefix, str(exc)))) from None
-        except RetriesExhausted as exc:
-            detail = f"{where}: {_aws.describe(exc.error)}"
-            if exc.attempts > 1:
-                detail += f" (gave up after {exc.attempts} attempts)"
-            raise PluginError(self._scrub(_join(prefix, detail))) from None
         except Exception as exc:
             self._log(4, f"{where}: {_where_raised(exc)}")
-            raise PluginError(
-                self._scrub(_join(prefix, f"{where}: {_aws.describe(exc)}"))
-            ) from None
+            detail = f"{where}: {_aws.describe(exc)}"
+            if retries.attempts > 1:
+                detail += f" (gave up after {retries.attempts} attempts)"
+            raise PluginError(self._scrub(_join(prefix, detail))) from None
 
     def _scrub(self, message: str) -> str:
         for secret in self._secrets:

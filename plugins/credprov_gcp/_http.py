@@ -5,14 +5,22 @@ clients (the STS client) use it as they would use ``google.auth.transport.reques
 Compared with upstream's Go client it keeps the ``User-Agent``, the per-request timeouts
 and the 10 MiB body cap, and adds:
 
-- bounded retries with jittered exponential backoff on connection errors, timeouts and
-  HTTP 408/429/500/502/503/504 (``Retry-After`` honoured up to :data:`MAX_RETRY_DELAY`);
-  upstream tries once;
+- retries (upstream tries once) by urllib3's ``Retry`` on the ``requests`` session's
+  adapter: connection errors, timeouts and HTTP 408/429/500/502/503/504, GET and POST (the
+  STS exchange is safe to repeat), ``Retry-After`` honoured up to :data:`MAX_RETRY_DELAY`,
+  else urllib3's backoff (the first retry at once, then 200 ms, … plus jitter);
 - one :class:`Budget` for the whole run, kept under the kubelet's one-minute deadline, so
   retries never turn a slow server into a killed plugin;
 - metadata requests never go through a proxy (``trust_env=False``): the metadata server is
   link-local, and a proxy would see the token. Upstream honours ``HTTP_PROXY`` there too
   and needs the host in ``NO_PROXY``.
+
+What ``Retry`` cannot express is kept in :class:`_RunRetry`, a small subclass: the run's
+budget (urllib3 bounds retries by count; a retry starts here only if its longest wait and
+its timeout fit in the time left), the cap on ``Retry-After`` (urllib3's own
+``retry_after_max`` is recent; an unparsable header falls back to the backoff instead of
+failing the request), waiting through an injected ``sleep`` (tests never wait) and counting
+the attempts of a request that failed (urllib3 does not say in its error).
 
 Failures raise :class:`HttpFailure` with a short reason; URLs in messages lose their
 userinfo and query (a ``google-dockercfg-url`` may carry a signed query).
@@ -20,15 +28,19 @@ userinfo and query (a ``google-dockercfg-url`` may carry a signed query).
 
 from __future__ import annotations
 
+import contextlib
 import http
-import random
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import requests
 from google.auth import transport
+from requests.adapters import HTTPAdapter
+from urllib3.exceptions import InvalidHeader, ReadTimeoutError
+from urllib3.util.retry import Retry
 
 from credprov_gcp.errors import GCPError
 
@@ -37,6 +49,8 @@ MAX_BODY_BYTES = 10 * 1024 * 1024
 DEFAULT_TIMEOUT = 10.0
 RETRY_STATUSES = frozenset((408, 429, 500, 502, 503, 504))
 ATTEMPTS = 3
+#: urllib3's ``backoff_factor``: retry n waits ``BACKOFF_BASE * 2 ** (n - 1)`` s (none for the
+#: first) plus up to ``BACKOFF_BASE`` s of jitter.
 BACKOFF_BASE = 0.1
 MAX_RETRY_DELAY = 2.0
 #: Seconds for all HTTP of one run: the kubelet kills a plugin after one minute.
@@ -148,11 +162,51 @@ def _os_reason(exc: BaseException) -> str | None:
 
 
 def _failure_reason(exc: requests.RequestException, timeout: float) -> str:
-    if isinstance(exc, requests.Timeout):
+    # After retries a read timeout reaches requests as a ConnectionError around urllib3's
+    # MaxRetryError; its ``reason`` is the last attempt's error.
+    last = getattr(exc.args[0], "reason", None) if exc.args else None
+    if isinstance(exc, requests.Timeout) or isinstance(last, ReadTimeoutError):
         return f"timed out after {timeout:g}s"
     if isinstance(exc, requests.ConnectionError):
         return _os_reason(exc) or "connection failed"
     return type(exc).__name__
+
+
+@dataclass
+class _Request:
+    """What the retries of the request in flight need: shared by the copies of
+    :class:`_RunRetry` that urllib3 makes for each retry."""
+
+    budget: Budget
+    sleep: Callable[[float], None]
+    timeout: float = DEFAULT_TIMEOUT
+    failed: int = 0  # attempts that failed so far
+
+
+class _RunRetry(Retry):
+    """urllib3's ``Retry`` within the run's budget, waiting through an injected sleep (see
+    the module docstring)."""
+
+    request: _Request
+
+    def new(self, **kw: Any) -> _RunRetry:
+        retry = super().new(**kw)
+        retry.request = self.request
+        self.request.failed = len(retry.history)
+        return retry
+
+    def is_exhausted(self) -> bool:
+        worst = self.request.timeout + MAX_RETRY_DELAY
+        return super().is_exhausted() or self.request.budget.remaining() < worst
+
+    def sleep(self, response: Any = None) -> None:
+        delay = None
+        if response is not None and self.respect_retry_after_header:
+            with contextlib.suppress(InvalidHeader):  # a bad date: the backoff instead
+                delay = self.get_retry_after(response)
+        if delay is None:
+            delay = self.get_backoff_time()
+        self.request.sleep(min(delay, MAX_RETRY_DELAY))
 
 
 class Transport(transport.Request):
@@ -162,7 +216,7 @@ class Transport(transport.Request):
         budget: the run's time budget, shared by every transport of the run.
         trust_env: honour proxy and CA-bundle environment variables (not for metadata).
         attempts: tries per request, for retryable failures.
-        sleep, rand: injected for tests (backoff without waiting, deterministic jitter).
+        sleep: injected for tests (backoff without waiting).
     """
 
     def __init__(
@@ -172,15 +226,25 @@ class Transport(transport.Request):
         trust_env: bool = True,
         attempts: int = ATTEMPTS,
         sleep: Callable[[float], None] = time.sleep,
-        rand: Callable[[], float] = random.random,
         session: requests.Session | None = None,
     ) -> None:
         self.budget = budget
-        self.attempts = max(1, attempts)
-        self._sleep = sleep
-        self._rand = rand
+        self._request = _Request(budget, sleep)
+        retry = _RunRetry(
+            total=max(1, attempts) - 1,
+            status_forcelist=RETRY_STATUSES,
+            allowed_methods=Retry.DEFAULT_ALLOWED_METHODS | {"POST"},
+            backoff_factor=BACKOFF_BASE,
+            backoff_jitter=BACKOFF_BASE,
+            backoff_max=MAX_RETRY_DELAY,
+            respect_retry_after_header=True,
+            raise_on_status=False,
+        )
+        retry.request = self._request
         self.session = session or requests.Session()
         self.session.trust_env = trust_env
+        for prefix in ("http://", "https://"):
+            self.session.mount(prefix, HTTPAdapter(max_retries=retry))
         self.last_response: HttpResponse | None = None
 
     def __call__(
@@ -192,53 +256,27 @@ class Transport(transport.Request):
         timeout: float | None = None,
         **kwargs: Any,
     ) -> HttpResponse:
-        """Send one request, retrying what is worth retrying; the last response wins.
+        """Send one request; urllib3 retries what is worth retrying, the last response wins.
 
         Raises:
             HttpFailure: no response after the retries, or a body over the cap.
         """
+        self.last_response = None
+        remaining = self.budget.remaining()
+        if remaining <= 0:
+            raise HttpFailure(url, "no time left for the request", 0)
         send_headers = {"User-Agent": USER_AGENT, **(headers or {})}
         per_try = DEFAULT_TIMEOUT if timeout is None else float(timeout)
-        response: HttpResponse | None = None
-        reason = "no time left for the request"
-        unreachable = True
-        attempt = 0
-        while attempt < self.attempts:
-            remaining = self.budget.remaining()
-            if remaining <= 0:
-                break
-            attempt += 1
-            this_timeout = min(per_try, remaining)
-            try:
-                response = self._once(method, url, body, send_headers, this_timeout, attempt)
-            except requests.RequestException as exc:
-                response = None
-                reason = _failure_reason(exc, this_timeout)
-                if not isinstance(exc, requests.ConnectionError | requests.Timeout):
-                    unreachable = False
-                    break  # an invalid URL or similar: retrying will not help
-            else:
-                if response.status not in RETRY_STATUSES:
-                    break
-            if attempt >= self.attempts:
-                break
-            delay = self._delay(attempt, response)
-            if delay >= self.budget.remaining():
-                break
-            self._sleep(delay)
+        this_timeout = min(per_try, remaining)
+        self._request.timeout, self._request.failed = this_timeout, 0
+        try:
+            response = self._once(method, url, body, send_headers, this_timeout)
+        except requests.RequestException as exc:
+            unreachable = isinstance(exc, requests.ConnectionError | requests.Timeout)
+            reason = _failure_reason(exc, this_timeout)
+            raise HttpFailure(url, reason, max(1, self._request.failed), unreachable) from None
         self.last_response = response
-        if response is None:
-            raise HttpFailure(url, reason, attempt, unreachable)
         return response
-
-    def _delay(self, attempt: int, response: HttpResponse | None) -> float:
-        backoff = BACKOFF_BASE * 2 ** (attempt - 1)
-        delay = backoff * (0.5 + self._rand() / 2)  # jitter: 50-100% of the backoff
-        if response is not None:
-            retry_after = response.headers.get("Retry-After", "").strip()
-            if retry_after.isdigit():
-                delay = max(delay, float(retry_after))
-        return min(delay, MAX_RETRY_DELAY)
 
     def _once(
         self,
@@ -247,16 +285,18 @@ class Transport(transport.Request):
         body: bytes | None,
         headers: Mapping[str, str],
         timeout: float,
-        attempt: int,
     ) -> HttpResponse:
         with self.session.request(
             method, url, data=body, headers=dict(headers), timeout=timeout, stream=True
         ) as resp:
+            # The response urllib3 kept (the last one) knows the retries before it.
+            retries = getattr(resp.raw, "retries", None)
+            attempts = len(retries.history) + 1 if retries is not None else 1
             chunks: list[bytes] = []
             size = 0
             for chunk in resp.iter_content(64 * 1024):
                 size += len(chunk)
                 if size > MAX_BODY_BYTES:
-                    raise HttpFailure(url, "response larger than 10 MiB", attempt, False)
+                    raise HttpFailure(url, "response larger than 10 MiB", attempts, False)
                 chunks.append(chunk)
-            return HttpResponse(resp.status_code, resp.headers, b"".join(chunks), attempt)
+            return HttpResponse(resp.status_code, resp.headers, b"".join(chunks), attempts)

@@ -82,9 +82,10 @@ def provide(
     token = _token(request, settings, ctx, metadata, transports)
     keys = registry_keys(request.image)
     duration = token_cache_duration(token.expires_in, settings.sidecar_duration_ns)
+    expiry = "no expires_in" if token.expires_in is None else f"expires in {token.expires_in:g}s"
     ctx.log(
         2,
-        f"{request.image}: token of {token.source} (expires in {token.expires_in:g}s) under "
+        f"{request.image}: token of {token.source} ({expiry}) under "
         f"{', '.join(keys)}; cacheKeyType {settings.cache_key_type}, cacheDuration {duration}",
     )
     return Response(

@@ -5,6 +5,8 @@ metadata server again) or the operator's ``KUBE_SIDECAR_CACHE_DURATION`` (which 
 the token). Here the duration is the token's remaining lifetime minus
 :data:`EXPIRY_SKEW_SECONDS`, and ``KUBE_SIDECAR_CACHE_DURATION``, when set, can only shorten
 it: a cached credential never outlives its token (GoogleCloudPlatform/docker-credential-gcr#183).
+A token without ``expires_in`` (absent or null) is used as upstream uses it, with an unknown
+lifetime, so it is answered with ``cacheDuration: 0s`` (not cached).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ class AccessToken:
 
     __slots__ = ("expires_in", "source", "token")
 
-    def __init__(self, token: str, expires_in: float, source: str) -> None:
+    def __init__(self, token: str, expires_in: float | None, source: str) -> None:
         self.token = token
         self.expires_in = expires_in
         self.source = source
@@ -39,10 +41,11 @@ class AccessToken:
 
 
 def token_from_json(doc: Any, what: str, source: str) -> AccessToken:
-    """An OAuth token response (``access_token``, ``expires_in``) as an :class:`AccessToken`.
+    """An OAuth token response (``access_token``, ``expires_in``) as an :class:`AccessToken`;
+    ``expires_in`` None when the response has none (upstream never reads it).
 
     Raises:
-        GCPError: not an object, no token, no usable ``expires_in``, or already expired.
+        GCPError: not an object, no token, a non-numeric ``expires_in``, or already expired.
     """
     if not isinstance(doc, dict):
         raise GCPError(f"{what}: malformed token response (not a JSON object)")
@@ -50,6 +53,8 @@ def token_from_json(doc: Any, what: str, source: str) -> AccessToken:
     if not isinstance(token, str) or not token:
         raise GCPError(f"{what}: malformed token response (no access_token)")
     expires_in = doc.get("expires_in")
+    if expires_in is None:
+        return AccessToken(token, None, source)
     if (
         isinstance(expires_in, bool)
         or not isinstance(expires_in, int | float)
@@ -70,12 +75,15 @@ def parse_token_response(data: bytes, what: str, source: str) -> AccessToken:
     return token_from_json(doc, what, source)
 
 
-def token_cache_duration(expires_in: float, sidecar_ns: int | None) -> str:
-    """The Go duration to answer with for a token valid ``expires_in`` more seconds.
+def token_cache_duration(expires_in: float | None, sidecar_ns: int | None) -> str:
+    """The Go duration to answer with for a token valid ``expires_in`` more seconds (None:
+    unknown, so ``0s``).
 
     ``sidecar_ns`` is ``KUBE_SIDECAR_CACHE_DURATION`` (None when unset): the smaller wins,
     so ``0s`` still disables caching and a negative value is passed on as upstream does.
     """
+    if expires_in is None:
+        expires_in = 0
     usable = math.floor(min(expires_in, MAX_LIFETIME_SECONDS)) - EXPIRY_SKEW_SECONDS
     token_ns = max(usable, 0) * SECOND
     return format_duration(token_ns if sidecar_ns is None else min(sidecar_ns, token_ns))

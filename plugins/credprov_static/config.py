@@ -134,14 +134,14 @@ def load(path: str) -> StaticConfig:
 
 
 def _read(path: str, what: str) -> bytes:
+    from credprov.fileio import FileTooLargeError, read_bounded
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(_MAX_FILE_BYTES + 1)
+        return read_bounded(path, _MAX_FILE_BYTES)
+    except FileTooLargeError:
+        raise ConfigError(f"{what} {path} is larger than {_MAX_FILE_BYTES} bytes") from None
     except OSError as exc:
         raise ConfigError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
-    if len(data) > _MAX_FILE_BYTES:
-        raise ConfigError(f"{what} {path} is larger than {_MAX_FILE_BYTES} bytes")
-    return data
 
 
 def _decode(path: str, data: bytes) -> str:

@@ -13,8 +13,10 @@ Every fixture stops what it started, also when a test fails.
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -111,3 +113,28 @@ def cri_runtime(containerd: Containerd) -> Iterator[CRIRuntime]:
 
     with CRIRuntime(containerd.endpoint) as runtime:
         yield runtime
+
+
+# -- the plugin bundle (tests/e2e/test_bundle*.py, tests/e2e/noderoot.py) ---------------------
+
+
+@pytest.fixture(scope="session")
+def bundle_tarball(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``credprov bundle`` of every plugin, built once per session (~25 s with PyInstaller).
+    ``CREDPROV_E2E_BUNDLE=FILE`` reuses a tarball built earlier (while developing)."""
+    import importlib.util
+
+    prebuilt = os.environ.get("CREDPROV_E2E_BUNDLE")
+    if prebuilt:
+        return Path(prebuilt)
+    if importlib.util.find_spec("PyInstaller") is None:
+        reason = "PyInstaller is not installed (pip install -e '.[dev]')"
+        if os.environ.get("CREDPROV_REQUIRE_E2E") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    from credprov.bundle.build import tarball_name
+    from credprov.cli.main import main
+
+    out = tmp_path_factory.mktemp("bundle")
+    assert main(["bundle", "--out", str(out)]) == 0  # README: credprov bundle --out dist
+    return out / tarball_name()

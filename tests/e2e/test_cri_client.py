@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from credprov.keyring import TrackedAuthConfig
-from credprov.pullmanager.runtime import PullError
+from credprov.pullmanager.interfaces import PullError
 from credprov.runtime.cri import CRIError, CRIRuntime, RuntimeVersion
 from tests.conftest import CANARY
 from tests.e2e.containerd import Containerd, start_containerd

@@ -56,7 +56,7 @@ def test_validate_error_text(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     code, out, err = run(capsys, "config", "validate", str(cfg))
     assert code == 1 and out == ""
     assert err.strip() == (
-        "failed to validate credential provider config: [providers.name: Invalid value: "
+        "credprov: error: failed to validate credential provider config: [providers.name: Invalid value: "
         "\"a/b\": provider name cannot contain '/', providers.defaultCacheDuration: Invalid "
         'value: "-1m0s": must be greater than or equal to 0]'
     )
@@ -178,7 +178,7 @@ def test_failing_provider_exit_1_others_continue(
     assert code == 1
     providers = json.loads(out)["images"][0]["providers"]
     assert providers[0]["error"] is None and providers[0]["executed"]
-    assert providers[1]["error"].endswith("exit status 1: plugin failed: no credentials for you\n")
+    assert providers[1]["error"].endswith("exit status 1: plugin failed: no credentials for you")
     text = metrics.read_text()
     assert 'kubelet_credential_provider_plugin_errors_total{plugin_name="bad"} 1.0' in text
     assert CANARY not in out

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -61,12 +62,16 @@ except ValueError:
 if not isinstance(req, dict):
     die("invalid request: not an object")
 version = req.get("apiVersion")
-if version not in VERSIONS:
+if version not in VERSIONS and mode == "hang-on-unknown-version":
+    time.sleep(60)
+if version not in VERSIONS and mode == "v1-for-unknown-version":
+    version = VERSIONS[-1]
+if version not in VERSIONS and mode != "echo-any-version":
     die("leaky: " + json.dumps(req) if mode == "leak" else "unsupported apiVersion")
 if req.get("kind") != "CredentialProviderRequest":
     die("leaky: " + json.dumps(req) if mode == "leak" else "unexpected kind")
 allowed = {"kind", "apiVersion", "image"}
-if version.endswith("/v1"):
+if version.endswith("/v1") or version not in VERSIONS:
     allowed |= {"serviceAccountToken", "serviceAccountAnnotations"}
 if set(req) - allowed:
     die("unknown fields")
@@ -231,7 +236,13 @@ CASES: list[tuple[str, str, dict[str, str], int | None, Expect]] = [
         "fake",
         {"FAKE_MODE": "hang"},
         400 * MILLISECOND,
-        [("deadline", V1, FAIL), ("exit", V1, FAIL), ("empty image: rejected", V1, FAIL)],
+        # Judged within one deadline: the later cases are not run.
+        [
+            ("deadline", V1, FAIL),
+            ("exit", V1, FAIL),
+            ("service-account fields accepted", V1, SKIP),
+            ("empty image: rejected", V1, SKIP),
+        ],
     ),
     (
         "slow",
@@ -240,7 +251,8 @@ CASES: list[tuple[str, str, dict[str, str], int | None, Expect]] = [
         2 * SECOND,
         [("deadline", V1, WARN)],
     ),
-    ("answers-unknown-apiVersion", "fake", {}, None, [("unknown apiVersion: rejected", V2, FAIL)]),
+    # No kubelet sends v2: answering it (even with v2) is a warning, not a failure.
+    ("answers-unknown-apiVersion", "fake", {}, None, [("unknown apiVersion: rejected", V2, WARN)]),
     (
         "lax-about-input",
         "fake",
@@ -312,6 +324,24 @@ def test_broken_plugin_gives_expected_status(
     text = report_text(report)
     for secret in (GOOD_PASSWORD, "secret-password"):
         assert secret not in text
+
+
+# GOOD_MODE, the status of "unknown apiVersion: rejected", whether the whole report passes.
+UNKNOWN_VERSION_CASES = [
+    ("", Status.PASS, True),  # rejects it
+    ("echo-any-version", Status.WARN, True),  # answers v2 with v2: the kubelet never sends v2
+    ("v1-for-unknown-version", Status.WARN, True),  # answers v2 with v1
+    ("hang-on-unknown-version", Status.FAIL, False),  # a hang is still a failure
+]
+
+
+@pytest.mark.parametrize(("mode", "want", "ok"), UNKNOWN_VERSION_CASES, ids=lambda v: str(v))
+def test_unknown_api_version_answer(good: Path, mode: str, want: Status, ok: bool) -> None:
+    report = run_conformance(
+        str(good), [IMAGE], [V1], env={"GOOD_MODE": mode}, timeout_ns=2 * SECOND
+    )
+    assert statuses(report, "unknown apiVersion: rejected", V2) == {want}, report_text(report)
+    assert report.ok is ok, report_text(report)
 
 
 def test_every_version_answered_with_v1_fails_older_versions(bin_dir: Path) -> None:
@@ -544,3 +574,59 @@ def test_logged_real_token_fails_and_is_redacted(good: Path) -> None:
     assert check.status == Status.FAIL
     assert "service-account token" in check.detail
     assert CANARY not in report_text(report)
+
+
+# -- a hung plugin is judged within one deadline ----------------------------------------------
+
+HUNG_PLUGIN = "sleep 1000\n"
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_hung_plugin_is_judged_within_one_deadline(
+    bin_dir: Path, output: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plugin = write_plugin(bin_dir, "hung", HUNG_PLUGIN, "/bin/sh")
+    # 3 versions x 2 images + the token probe + 5 negative cases: 12 runs, 12s if each
+    # waited for its deadline.
+    args = cli([str(plugin), "--image", IMAGE, "--image", "other.io/x", "--timeout", "1s"])
+    args.output = output
+    start = time.monotonic()
+    assert run(args) == 1
+    elapsed = time.monotonic() - start
+    assert elapsed < 3 * 1 + 3, elapsed  # three deadlines and generous slack
+    first = "the v1alpha1 request for registry.io/team/app overran the 1s deadline"
+    out = capsys.readouterr().out
+    if output == "json":
+        checks = json.loads(out)["checks"]
+        rows = [(c["name"], c["status"], c["detail"], c["apiVersion"], c["image"]) for c in checks]
+    else:
+        lines = out.splitlines()[:-1]
+        assert lines[0].startswith(f"FAIL  v1alpha1 {IMAGE}  exit: ")
+        rows = [(line, line.split()[0].lower(), line, None, None) for line in lines]
+    # Only the first run was made (its exit and deadline FAIL); every later run is one SKIP
+    # naming that first overrun.
+    not_run = [r for r in rows if r[1] == "skip" and "not run: " in r[2]]
+    assert all(first in r[2] for r in not_run)
+    assert len(not_run) == 11
+    if output == "json":
+        assert [(r[0], r[1]) for r in rows[:2]] == [("exit", "fail"), ("deadline", "fail")]
+        assert rows[1][2] == "killed at the 1s deadline"
+        assert [(r[0], r[3], r[4]) for r in not_run] == [
+            ("exit", V1BETA1, IMAGE),
+            ("exit", V1, IMAGE),
+            ("exit", "credentialprovider.kubelet.k8s.io/v1alpha1", "other.io/x"),
+            ("exit", V1BETA1, "other.io/x"),
+            ("exit", V1, "other.io/x"),
+            ("service-account fields accepted", V1, IMAGE),
+            ("malformed stdin: rejected", None, None),
+            ("closed stdin: rejected", None, None),
+            ("empty image: rejected", V1, ""),
+            ("unknown apiVersion: rejected", V2, IMAGE),
+            ("wrong kind: rejected", V1, IMAGE),
+        ]
+    else:
+        assert lines[1] == f"FAIL  v1alpha1 {IMAGE}  deadline: killed at the 1s deadline"
+        assert lines[-1] == (
+            f"SKIP  v1 {IMAGE}  wrong kind: rejected: not run: {first}; a hung plugin is "
+            "judged within one deadline"
+        )

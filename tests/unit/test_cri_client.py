@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from credprov.keyring import TrackedAuthConfig
-from credprov.pullmanager.runtime import PullError
+from credprov.pullmanager.interfaces import PullError
 from credprov.runtime.cri import (
     CRIError,
     CRIRuntime,

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 import yaml
 
-from credprov.cli import _kubelet_node
-from credprov.cli._podspec import PodSpecError, parse_pod, select_pull_secrets
 from credprov.cli.main import CLIError, main
+from credprov.kubelet import KubeletError
+from credprov.kubelet import node as _kubelet_node
+from credprov.kubelet.podspec import PodSpecError, parse_pod, select_pull_secrets
 from credprov.pullmanager.fsstore import FSPullRecordsAccessor
-from credprov.pullmanager.runtime import FakeRegistry, FakeRuntime, RegistryGrant
+from credprov.testing import FakeRegistry, FakeRuntime, RegistryGrant
 from tests.conftest import CANARY, install_fake_plugin, provider, write_config
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -703,9 +704,9 @@ def test_runtime_factory_error_is_one_line(
 
 
 def test_open_cri_runtime_checks_the_socket(tmp_path: Path) -> None:
-    with pytest.raises(CLIError, match="no such socket"):
+    with pytest.raises(KubeletError, match="no such socket"):
         _kubelet_node.open_cri_runtime(f"unix://{tmp_path}/none.sock")
-    with pytest.raises(CLIError, match="want unix:///path"):
+    with pytest.raises(KubeletError, match="want unix:///path"):
         _kubelet_node.open_cri_runtime("npipe:////./pipe/containerd")
 
 
@@ -744,7 +745,7 @@ def test_canary_never_printed_even_on_denial(
 
 def test_config_examples_parse() -> None:
     """The docs' example pods and secrets are valid as shipped."""
-    from credprov.cli._podspec import load_pod
+    from credprov.kubelet.podspec import load_pod
     from credprov.objects import load_pull_secrets
 
     pods = sorted(REPO_ROOT.glob("config/ensure-pod-*.yaml"))

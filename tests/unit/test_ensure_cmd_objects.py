@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from credprov.cli import _kubelet_node
 from credprov.cli.main import main
+from credprov.kubelet import node as _kubelet_node
 from credprov.pullmanager.fsstore import FSPullRecordsAccessor
-from credprov.pullmanager.runtime import FakeRegistry, FakeRuntime, RegistryGrant
 from credprov.pullmanager.types import record_to_json
+from credprov.testing import FakeRegistry, FakeRuntime, RegistryGrant
 from tests.conftest import CANARY
 from tests.unit.nodeauth.kep4412_fixtures import (
     IMAGE,

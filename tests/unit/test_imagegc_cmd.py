@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from credprov.cli import _kubelet_node
 from credprov.cli.main import main
+from credprov.kubelet import node as _kubelet_node
 from credprov.pullmanager.fsstore import FSPullRecordsAccessor
-from credprov.pullmanager.runtime import FakeRuntime
 from credprov.pullmanager.types import (
     ImagePullCredentials,
     ImagePulledRecord,
     ImagePullSecret,
 )
+from credprov.testing import FakeRuntime
 from tests.conftest import CANARY
 
 CRI = "unix:///run/fake/cri.sock"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from credprov.api import internal
@@ -45,7 +47,7 @@ def test_warnings(pattern: str, needle: str, image: str | None) -> None:
 
 @pytest.mark.parametrize(
     "pattern",
-    ["registry.io", "*.registry.io", "registry.io:5000", "registry.io/team", "r.io/[a-z]*"],
+    ["registry.io", "*.registry.io", "registry.io:5000", "registry.io/team", "r*.io/team"],
 )
 def test_good_patterns_are_quiet(pattern: str) -> None:
     assert lint_config(config(pattern)) == []
@@ -58,3 +60,21 @@ def test_zero_default_cache_duration() -> None:
 
 def test_invalid_patterns_are_left_to_validation() -> None:
     assert lint_config(config("%invalid%")) == []
+
+
+@pytest.mark.parametrize(
+    "pattern", ["registry.io/*", "registry.io/team/*", "r.io/[a-z]*", "r.io/a*b"]
+)
+def test_path_globs_never_match(pattern: str) -> None:
+    (warning,) = lint_config(config(pattern))
+    assert "matched as a literal prefix, not a glob" in warning
+
+
+def test_nameless_provider_warns() -> None:
+    cfg = internal.CredentialProviderConfig(
+        providers=(dataclasses.replace(config("r.io").providers[0], name=""),)
+    )
+    assert lint_config(cfg) == [
+        "provider #1 has no name: the kubelet accepts the config but fails at start-up, "
+        "because the plugin path is the bin dir itself"
+    ]

@@ -158,7 +158,7 @@ def test_exit_1_carries_stderr_and_counts_error(bin_dir: Path) -> None:
         plugin.exec(REQ)
     assert str(err.value) == (
         "error execing credential provider plugin fake for image test.registry.io/foobar: "
-        "exit status 1: plugin failed: no credentials for you\n"
+        "exit status 1: plugin failed: no credentials for you"  # stderr folded to one line
     )
     assert plugin.metrics is not None
     text = plugin.metrics.exposition().decode()

@@ -294,15 +294,27 @@ def test_cache_key_too_long() -> None:
         generate_cache_key("x" * 65536)
 
 
+def test_service_account_keys_are_upstreams_bytes() -> None:
+    # A non-ASCII annotation value and a uid of 200 bytes (length prefix 0x00 0xc8): Go
+    # keeps the bytes; they must not be re-encoded (0xc8 is not the UTF-8 of U+00C8).
+    key = generate_service_account_cache_key("ns", "sa", "u" * 200, {"k": "ü"})
+    assert key == (
+        b"\x00\x02ns\x00\x02sa\x00\xc8" + b"u" * 200 + b"\x00\x00\x00\x01\x00\x01k\x00\x02\xc3\xbc"
+    )
+    full = generate_cache_key("registry.io", key)
+    assert full[: 2 + 11] == b"\x00\x0bregistry.io"
+    assert full[13:15] == len(key).to_bytes(2, "big") and full[15:] == key
+
+
 def test_service_account_keys() -> None:
     base = generate_service_account_cache_key("ns", "sa", "uid", {"b": "2", "a": "1"})
-    assert base.encode("latin-1") == (
+    assert base == (
         b"\x00\x02ns\x00\x02sa\x00\x03uid\x00\x00\x00\x02\x00\x01a\x00\x011\x00\x01b\x00\x012"
     )
     token = generate_service_account_cache_key("ns", "sa", "uid", {}, "Token", "sha256:x")
-    assert token.encode("latin-1").endswith(b"\x00\x05token\x00\x08sha256:x")
+    assert token.endswith(b"\x00\x05token\x00\x08sha256:x")
     sa_type = generate_service_account_cache_key("ns", "sa", "uid", {}, "ServiceAccount", "h")
-    assert b"token" not in sa_type.encode("latin-1")
+    assert b"token" not in sa_type
     assert generate_single_flight_key("img", "", {}) == b"\x00\x03img\x00\x00\x00\x00\x00\x00"
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -189,5 +191,77 @@ def test_prune_requires_keep(root: Path) -> None:
 
 
 def test_missing_root(tmp_path: Path) -> None:
-    with pytest.raises(CLIError, match="not a directory"):
+    with pytest.raises(CLIError, match=r"nope: does not exist$"):
         run(["pull-records", "list", "--root", str(tmp_path / "nope")])
+    (tmp_path / "file").write_text("")
+    with pytest.raises(CLIError, match=r"file: not a directory$"):
+        run(["pull-records", "list", "--root", str(tmp_path / "file")])
+
+
+def test_keep_file_must_be_a_regular_file(root: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo), str(tmp_path)):
+        with pytest.raises(CLIError, match=r"cannot read --keep-file .*: not a regular file"):
+            run(["pull-records", "prune", "--root", str(root), "--keep-file", path])
+
+
+def _misnamed_root(tmp_path: Path) -> tuple[Path, Path]:
+    pulled = tmp_path / "image_manager" / "pulled"
+    pulled.mkdir(parents=True)
+    misnamed = pulled / ("sha256-" + "0" * 64)
+    misnamed.write_text(
+        record(
+            SECRET_REF,
+            {"docker.io/x/y": {"nodePodsAccessible": True}},
+            "2024-10-21T12:26:40Z",
+            V1A1,
+        )
+    )
+    return misnamed, pulled / cache_filename(SECRET_REF)
+
+
+def test_list_flags_misnamed_records(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    misnamed, _ = _misnamed_root(tmp_path)
+    assert run(["pull-records", "list", "--root", str(tmp_path), "-o", "json"]) == 0
+    errors = json.loads(capsys.readouterr().out)["errors"]
+    assert errors == [f"{misnamed}: file name does not match its imageRef {SECRET_REF!r}"]
+
+
+def test_migrate_reports_every_file_it_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    misnamed, target = _misnamed_root(tmp_path)
+    assert run(["pull-records", "migrate", "--root", str(tmp_path), "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["migrated"] == [str(misnamed)] and doc["written"] == [str(target)]
+    assert target.is_file() and misnamed.is_file()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root")
+def test_unreadable_root_is_an_error_not_an_empty_list(root: Path) -> None:
+    import subprocess
+    import sys
+
+    root.chmod(0o700)
+    proc = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-m",
+            "credprov",
+            "pull-records",
+            "list",
+            "--root",
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        env={"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 1, proc.stdout
+    assert "permission denied" in proc.stderr and proc.stderr.count("\n") == 1

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from credprov.cli import simulate_cmd
-from credprov.cli.main import CLIError
+from credprov.errors import CredprovError
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 
@@ -181,7 +181,7 @@ steps:
 )  # fmt: skip
 def test_invalid_scenarios(tmp_path: Path, body: str, message: str) -> None:
     path = write(tmp_path, body)
-    with pytest.raises(CLIError) as info:
+    with pytest.raises(CredprovError) as info:
         run(["simulate", str(path)])
     text = str(info.value)
     assert "\n" not in text and message in text, text
@@ -189,7 +189,7 @@ def test_invalid_scenarios(tmp_path: Path, body: str, message: str) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(CLIError, match="cannot read scenario"):
+    with pytest.raises(CredprovError, match="cannot read scenario"):
         run(["simulate", str(tmp_path / "nope.yaml")])
 
 

@@ -22,11 +22,11 @@ from credprov.nodeauth.nodeapi import NodeAPI
 from credprov.plugin.exec import ExecPlugin
 from credprov.plugin.provider import PluginProvider, ServiceAccountError
 from credprov.plugin.registry import register_credential_provider_plugins
-from credprov.pullmanager.ensure import Container, EngineCredentials, EnsureImage
+from credprov.pullmanager.ensure import Container, EnsureImage
 from credprov.pullmanager.fsstore import FSPullRecordsAccessor
 from credprov.pullmanager.manager import ImagePullManager
-from credprov.pullmanager.runtime import FakeRegistry, FakeRuntime, RegistryGrant
 from credprov.pullmanager.types import record_to_json
+from credprov.testing import FakeRegistry, FakeRuntime, RegistryGrant
 from tests.conftest import CANARY
 from tests.unit.nodeauth.kep4412_fixtures import (
     ABSENT,
@@ -459,7 +459,7 @@ def test_pulled_record_keeps_service_account_coordinates(
         api, token_attributes(required=(), optional=()), FAKE_PASSWORD=CANARY
     )
     manager = ImagePullManager(str(root), "NeverVerifyPreloadedImages", runtime=runtime)
-    ensure = EnsureImage(runtime, manager, credentials=EngineCredentials(engine))
+    ensure = EnsureImage(runtime, manager, credentials=engine)
 
     def run(pod: str) -> Any:
         return ensure.ensure_image_exists(pod_info(api, pod), Container(IMAGE, "IfNotPresent"), [])
@@ -507,7 +507,7 @@ def test_recreated_service_account_must_pull_again(plugin_node: PluginNode, tmp_
     ensure = EnsureImage(
         runtime,
         ImagePullManager(str(root), "NeverVerifyPreloadedImages", runtime=runtime),
-        credentials=EngineCredentials(engine),
+        credentials=engine,
     )
     assert (
         ensure.ensure_image_exists(

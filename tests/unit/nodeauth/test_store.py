@@ -125,7 +125,7 @@ def test_errors_never_quote_the_file(tmp_path: Path) -> None:
 def test_unreadable_and_oversized_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(NodeAuthError, match=r"cannot read objects file .*: No such file"):
         load_objects_file(str(tmp_path / "missing.yaml"))
-    with pytest.raises(NodeAuthError, match="Is a directory"):
+    with pytest.raises(NodeAuthError, match=r"not a regular file \(a directory\)"):
         load_objects_file(str(tmp_path))
     monkeypatch.setattr(store_module, "MAX_OBJECTS_FILE_BYTES", 10)
     big = tmp_path / "big.json"

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from credprov.chain import CredentialChain, ImageResolution, PullSecrets, default_chain
 from credprov.keyring import (
     CredentialSource,
     DockerKeyring,
@@ -19,7 +20,6 @@ from credprov.pullmanager.ensure import (
     Container,
     CredentialLookupError,
     EnsureImage,
-    KeyringCredentials,
     _aggregate,
     apply_default_image_tag,
     default_pull_policy,
@@ -29,7 +29,7 @@ from credprov.pullmanager.ensure import (
 from credprov.pullmanager.fsstore import FSPullRecordsAccessor
 from credprov.pullmanager.manager import ImagePullManager, PullIntentError
 from credprov.pullmanager.metrics import PullManagerMetrics
-from credprov.pullmanager.runtime import FakeRegistry, FakeRuntime, RegistryGrant
+from credprov.testing import FakeRegistry, FakeRuntime, RegistryGrant
 
 PRIVATE = "registry.example.com/private/foo:1.0"
 PUBLIC = "registry.example.com/public/bar:2.0"
@@ -86,7 +86,7 @@ class Node:
         self.ensure = EnsureImage(
             self.runtime,
             self.manager,
-            credentials=credentials or KeyringCredentials(default),
+            credentials=credentials or default_chain(node_keyring=default),
             metrics=self.metrics,
             verify_image_ref=verify_ref,
         )
@@ -233,7 +233,7 @@ def test_inspect_error(tmp_path: Path) -> None:
 
 def test_manager_error_from_credential_lookup(tmp_path: Path) -> None:
     class Failing:
-        def lookup(self, image: str, pull_secrets: Any, pod: Any) -> list[Any]:
+        def resolve(self, image: str, pull_secrets: Any = (), pod: Any = None) -> Any:
             raise CredentialLookupError("plugin failed")
 
     node = Node(tmp_path)
@@ -285,7 +285,7 @@ def test_node_wide_credentials_are_node_wide_and_not_pod_credentials(tmp_path: P
     res = node.run(PRIVATE, "IfNotPresent", [BAD], ns="ns-a")
     assert [a.credential for a in res.attempts] == ["secret:ns-a/bad", "node"]
     assert res.recorded is not None and res.recorded.node_pods_accessible
-    creds = KeyringCredentials(node_keyring).lookup(PRIVATE, [BAD], PodInfo())
+    creds = default_chain(node_keyring=node_keyring).resolve(PRIVATE, [BAD], PodInfo()).credentials
     secrets, sa = pod_credentials(creds)
     assert [s.name for s in secrets] == ["bad"] and sa is None
 
@@ -313,12 +313,15 @@ def test_service_account_credentials(tmp_path: Path) -> None:
 # -- laziness, intents ----------------------------------------------------------------------------
 
 
-class CountingLookup(KeyringCredentials):
+class CountingLookup(CredentialChain):
     calls = 0
 
-    def lookup(self, image: str, pull_secrets: Any, pod: Any) -> list[Any]:
+    def __init__(self) -> None:
+        super().__init__([PullSecrets()])
+
+    def resolve(self, image: str, pull_secrets: Any = (), pod: Any = None) -> ImageResolution:
         self.calls += 1
-        return super().lookup(image, pull_secrets, pod)
+        return super().resolve(image, pull_secrets, pod)
 
 
 def test_lookup_is_lazy_and_at_most_once(tmp_path: Path) -> None:

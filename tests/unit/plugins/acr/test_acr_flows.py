@@ -238,6 +238,36 @@ def test_identity_bindings(
     assert fake_azure.requests("aad") == [] and fake_azure.requests("imds") == []
 
 
+@pytest.mark.parametrize("retries", ["0", "1"])
+def test_identity_bindings_throttling(
+    fake_azure: FakeAzure,
+    azure_env: dict[str, str],
+    mi_config: Path,
+    cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    retries: str,
+) -> None:
+    monkeypatch.setenv("CREDPROV_ACR_MAX_RETRIES", retries)
+    fake_azure.set("ib", "429", "ok")
+    args = [
+        str(mi_config),
+        f"--ib-sni-name={fakes.IB_SNI_NAME}",
+        "--ib-apiserver-ip=127.0.0.1",
+        "--ib-default-client-id=ib-client",
+        "--ib-default-tenant-id=tenant-ib",
+    ]
+    code, _, err, _ = call(args, "myacr.azurecr.io/app", cache, sa_token())
+    assert len(fake_azure.requests("ib")) == 1 + int(retries)
+    if retries == "1":
+        assert code == EXIT_OK, err
+    else:
+        assert code == EXIT_ERROR
+        assert err.endswith(
+            f"token request to the identity-bindings endpoint {fakes.IB_SNI_NAME} "
+            f"(127.0.0.1:{fake_azure.port}) failed: HTTP 429 (throttled)\n"
+        )
+
+
 def test_identity_bindings_needs_the_cluster_ca(
     fake_azure: FakeAzure,
     azure_env: dict[str, str],
@@ -465,15 +495,35 @@ def test_throttling_is_retried(
     resp = prov.provide(Request("myacr.azurecr.io/app"))
     assert "myacr.azurecr.io" in resp.auth
     assert len(fake_azure.requests(endpoint)) == 2
-    assert len(waits) == 1 and 0 < waits[0] <= 5
+    assert waits == [0.0]  # urllib3 retries once at once (no Retry-After)
 
 
-def test_retry_after_is_honoured_but_capped() -> None:
-    from credprov_acr import _http
+@pytest.mark.parametrize(
+    ("retry_after", "wait"),
+    [
+        ("2", 2.0),
+        ("600", 5.0),  # capped
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # a date in the past: now
+        ("soon", 0.5),  # does not parse: urllib3's backoff for a second retry
+        (None, 0.5),
+    ],
+)
+def test_retry_after_is_honoured_but_capped(retry_after: str | None, wait: float) -> None:
+    from credprov_acr import _retry
+    from urllib3 import HTTPResponse
 
-    assert _http.backoff(1, "2") == 2.0
-    assert _http.backoff(1, "600") == _http.MAX_BACKOFF_SECONDS
-    assert 0 < _http.backoff(3, "Wed, 21 Oct 2015 07:28:00 GMT") <= 1.0
+    waits: list[float] = []
+    logs: list[str] = []
+    headers = {"Retry-After": retry_after} if retry_after else {}
+    response = HTTPResponse(status=429, headers=headers)
+    policy = _retry.retry(2, waits.append, lambda level, message: logs.append(message))
+    policy = policy.increment("GET", "/v2/", response=HTTPResponse(status=503))
+    policy = policy.increment("GET", "/v2/", response=response)
+    policy.sleep(response)
+    assert len(waits) == 1 and wait <= waits[0] <= wait + (
+        0.25 if retry_after in (None, "soon") else 0
+    )
+    assert logs == [f"/v2/: HTTP 429 (throttled); retry 2/2 in {waits[0]:.1f}s"]
 
 
 def test_aad_throttling_is_retried(

@@ -184,7 +184,6 @@ def provider(
             "clients": clients,
             "clock": wall_clock,
             "sleep": sleeps.append,
-            "rand": lambda: 0.5,
             "log": lambda level, message: logs.append(message),
         }
         kwargs.update(overrides)

@@ -601,9 +601,10 @@ def test_throttling_is_retried_with_jitter(
     aws_env: None, provider: Make, clients: HookedClients, sleeps: list[float], logs: list[str]
 ) -> None:
     clients.on_client.append(canned([THROTTLED, THROTTLED, OK]))
-    resp = provider(rand=lambda: 0.25).get_credentials(IMAGE)
+    resp = provider().get_credentials(IMAGE)
     assert auth(resp) == {HOST: ("AWS", "pw")}
-    assert sleeps == [0.25 * 1.0, 0.25 * 2.0]  # full jitter of 1 s, then 2 s
+    # botocore's standard mode: full jitter, up to 1 s then 2 s for throttling.
+    assert len(sleeps) == 2 and 0 <= sleeps[0] <= 1.0 and 0 <= sleeps[1] <= 2.0
     assert sum("throttled on attempt" in line for line in logs) == 2
 
 
@@ -651,9 +652,33 @@ def test_errors_that_are_not_transient_are_not_retried(
     assert sleeps == []
 
 
-def test_backoff_caps() -> None:
-    policy = _retry.RetryPolicy()
-    assert [policy.backoff(n, lambda: 1.0) for n in range(1, 7)] == [1, 2, 4, 8, 8, 8]
+def test_transient_errors_and_429_are_retried(
+    aws_env: None, provider: Make, clients: HookedClients, sleeps: list[float], logs: list[str]
+) -> None:
+    clients.on_client.append(canned([(503, ""), (429, ""), OK]))
+    assert auth(provider().get_credentials(IMAGE)) == {HOST: ("AWS", "pw")}
+    assert len(sleeps) == 2
+    assert [line.split(": ")[1].split(" on ")[0] for line in logs if "on attempt" in line] == [
+        "transient error",
+        "throttled",
+    ]
+
+
+def test_unreachable_endpoint_is_retried(
+    aws_env: None, provider: Make, sleeps: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    assert error_of(provider).endswith("(gave up after 3 attempts)")
+    assert len(sleeps) == 2
+
+
+def test_max_attempts_from_env() -> None:
+    assert _retry.RetryPolicy().max_attempts == 3
     assert _retry.RetryPolicy.from_env({"AWS_MAX_ATTEMPTS": "99"}).max_attempts == 10
     assert _retry.RetryPolicy.from_env({"AWS_MAX_ATTEMPTS": "x"}).max_attempts == 3
     assert _retry.RetryPolicy.from_env({"AWS_MAX_ATTEMPTS": "0"}).max_attempts == 3

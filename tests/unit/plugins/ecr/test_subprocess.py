@@ -21,7 +21,7 @@ from credprov.install import install
 from credprov.matching import urls_match_str
 from tests.conftest import CANARY
 from tests.unit.plugins.ecr.conftest import ACCOUNT, ROLE_ACCOUNT, ROLE_ARN, assumed_roles
-from tests.unit.plugins.ecr.fake_aws import FakeAws, fake_aws
+from tests.unit.plugins.ecr.fake_aws import JSON_11, FakeAws, fake_aws
 
 pytestmark = pytest.mark.e2e
 
@@ -196,27 +196,40 @@ def test_service_account_token_assumes_the_role(
     assert CANARY not in err
 
 
-# region → (scripted answer, the stderr line after "GetAuthorizationToken (ECR, <region>): ").
-# The in-process tests (test_provider.py) cover more kinds of bad answers.
-BAD_ANSWERS: dict[str, tuple[int, str, str]] = {
+# region → (scripted answer: status, body, content type; the stderr line after
+# "GetAuthorizationToken (ECR, <region>): "). The in-process tests (test_provider.py) cover
+# more kinds of bad answers. An answer that is not AWS's (a proxy's or load balancer's page)
+# is never quoted: only its status is known.
+HTML_PAGE = (
+    "<!DOCTYPE html>\n<html>\n<head><title>500 Internal Server Error</title></head>\n"
+    f"<body><h1>Oops</h1><p>request {CANARY} failed</p></body>\n</html>\n"
+)
+BAD_ANSWERS: dict[str, tuple[int, str, str, str]] = {
     "us-east-1": (
         400,
         '{"__type":"ThrottlingException","message":"Rate exceeded"}',
+        JSON_11,
         "ThrottlingException (HTTP 400): Rate exceeded",
     ),
-    "us-east-2": (500, f"<html>{CANARY}</html>", "HTTP 500 Internal Server Error"),
+    "us-east-2": (500, f"<html>{CANARY}</html>", JSON_11, "HTTP 500 Internal Server Error"),
     "us-west-1": (
         200,
         '{"authorizationData":[{"authorizationToken":"' + CANARY,
+        JSON_11,
         "malformed response: the answer is not valid JSON",
     ),
     "eu-west-3": (  # a wrong region, in a message that quotes the node's secret key
         403,
         '{"__type":"InvalidSignatureException","message":"Credential should be scoped to a '
         "valid region, not eu-west-3 (" + NODE_SECRET + ')"}',
+        JSON_11,
         "InvalidSignatureException (HTTP 403): Credential should be scoped to a valid region, "
         "not eu-west-3 (<redacted>)",
     ),
+    "ap-south-1": (500, HTML_PAGE, "text/html", "HTTP 500 Internal Server Error"),
+    "eu-central-1": (502, f"  proxy error: {CANARY}\n", "text/plain", "HTTP 502 Bad Gateway"),
+    "ca-central-1": (403, f'{{"message":"{CANARY}"}}', "application/json", "HTTP 403 Forbidden"),
+    "sa-east-1": (404, "[1, 2]", "application/json", "HTTP 404 Not Found"),
 }
 
 
@@ -225,13 +238,13 @@ def test_bad_answers_are_one_line_without_secrets(
 ) -> None:
     # All at once (one region each), so the cold starts overlap.
     procs = {}
-    for region, (status, body, _) in BAD_ANSWERS.items():
-        fresh_aws.script("GetAuthorizationToken", status, body, region=region)
+    for region, (status, body, content_type, _) in BAD_ANSWERS.items():
+        fresh_aws.script("GetAuthorizationToken", status, body, content_type, region=region)
         image = f"{ACCOUNT}.dkr.ecr.{region}.amazonaws.com/app"
         procs[region] = spawn([str(plugin)], {**env, "AWS_MAX_ATTEMPTS": "1"}, request(image))
     for region, proc in procs.items():
         code, out, err = finish(proc)
-        want = f"{NAME}: GetAuthorizationToken (ECR, {region}): {BAD_ANSWERS[region][2]}\n"
+        want = f"{NAME}: GetAuthorizationToken (ECR, {region}): {BAD_ANSWERS[region][3]}\n"
         assert (code, out, err) == (1, b"", want)
 
 

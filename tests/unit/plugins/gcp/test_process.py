@@ -244,7 +244,8 @@ def test_get_credentials_with_the_example_config(
 def test_get_credentials_surfaces_one_line_errors(
     plugin: Path, tmp_path: Path, mds: FakeMetadataServer
 ) -> None:
-    mds.script("GET", TOKEN_PATH, Reply(200, '{"access_token": "' + NODE_TOKEN + '"}'))
+    body = '{"access_token": "' + NODE_TOKEN + '", "expires_in": "3599"}'
+    mds.script("GET", TOKEN_PATH, Reply(200, body))
     proc = credprov(
         [
             "get-credentials",

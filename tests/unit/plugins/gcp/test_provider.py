@@ -188,6 +188,37 @@ def test_cache_duration(
     assert result.response["cacheDuration"] == expected
 
 
+# A token without expires_in is used as upstream uses it (upstream never reads expires_in),
+# with an unknown lifetime: cacheDuration 0s, which KUBE_SIDECAR_CACHE_DURATION cannot raise.
+NO_EXPIRY: dict[str, tuple[dict[str, Any], str | None, str]] = {
+    "absent": ({"access_token": NODE_TOKEN}, None, "0s"),
+    "null": ({"access_token": NODE_TOKEN, "expires_in": None}, None, "0s"),
+    "absent, env set": ({"access_token": NODE_TOKEN, "token_type": "Bearer"}, "1h", "0s"),
+    "absent, negative env passed on": ({"access_token": NODE_TOKEN}, "-1m", "-1m0s"),
+}
+
+
+@pytest.mark.parametrize("body, sidecar, expected", NO_EXPIRY.values(), ids=NO_EXPIRY.keys())
+def test_token_without_expires_in_is_used_not_cached(
+    env: dict[str, str],
+    cache: Path,
+    mds: FakeMetadataServer,
+    body: dict[str, Any],
+    sidecar: str | None,
+    expected: str,
+) -> None:
+    mds.script("GET", TOKEN_PATH, Reply(200, body))
+    environ = {**env, **({"KUBE_SIDECAR_CACHE_DURATION": sidecar} if sidecar else {})}
+    result = call(ARGS, environ, cache)
+    assert result.code == 0, result.stderr
+    assert result.response is not None
+    assert result.response["cacheDuration"] == expected
+    assert keys(result.response["auth"]) == sorted(FIXED)
+    assert {a["password"] for a in result.response["auth"].values()} == {NODE_TOKEN}
+    assert "no expires_in" in result.stderr  # the -v 2 line says why it is not cached
+    assert NODE_TOKEN not in result.stderr
+
+
 def test_token_cache_duration_function() -> None:
     assert token_cache_duration(3599, None) == "54m59s"
     assert token_cache_duration(301, None) == "1s"
@@ -279,11 +310,6 @@ BAD_ANSWERS: dict[str, tuple[str, list[Reply], str]] = {
         [Reply(200, {"expires_in": 3599, "token": NODE_TOKEN})],
         "malformed token response (no access_token)",
     ),
-    "expires_in missing": (
-        TOKEN_PATH,
-        [Reply(200, {"access_token": NODE_TOKEN})],
-        "no numeric expires_in",
-    ),
     "expires_in a string": (TOKEN_PATH, [token_reply(NODE_TOKEN, "3599")], "no numeric expires_in"),
     "expires_in true": (TOKEN_PATH, [token_reply(NODE_TOKEN, True)], "no numeric expires_in"),
     "expired token": (
@@ -320,7 +346,9 @@ def test_metadata_server_absent(cache: Path) -> None:
         "account token (connection refused, 3 attempts): not a GCE/GKE node? "
         "(GCE_METADATA_HOST names another metadata server)"
     )
+    # urllib3's backoff: the first retry at once, the second after 200 ms plus jitter.
     assert len(result.sleeps) == 2
+    assert result.sleeps[0] == 0.0 and 0.2 <= result.sleeps[1] <= 0.3
 
 
 def test_retries_then_succeeds_with_bounded_backoff(
@@ -336,7 +364,7 @@ def test_retries_then_succeeds_with_bounded_backoff(
     result = call(ARGS, env, cache)
     assert result.code == 0, result.stderr
     assert mds.paths() == [TOKEN_PATH] * 3 + [EMAIL_PATH]
-    assert 0.05 <= result.sleeps[0] <= 0.1
+    assert result.sleeps[0] == 0.0  # urllib3 retries once at once
     assert result.sleeps[1] == MAX_RETRY_DELAY  # Retry-After, capped
 
 
@@ -349,6 +377,27 @@ def test_transport_budget_and_caps() -> None:
         transport("http://127.0.0.1:1/x")
     assert info.value.reason == "no time left for the request"
     assert safe_url("https://user:pw@host:8443/p/a?sig=x#f") == "https://host:8443/p/a"
+
+
+def test_no_retry_starts_that_the_budget_cannot_hold(mds: FakeMetadataServer) -> None:
+    # 5 s left: less than the attempt's timeout plus the longest wait, so no retry.
+    mds.script("GET", "/x", Reply(503))
+    sleeps: list[float] = []
+    resp = Transport(Budget(5.0), sleep=sleeps.append)(mds.url("/x"), timeout=10.0)
+    assert (resp.status, resp.attempts, sleeps, mds.paths()) == (503, 1, [], ["/x"])
+
+
+def test_read_timeouts_are_retried_and_named() -> None:
+    import socket
+
+    with socket.socket() as server:  # accepts connections, never answers
+        server.bind(("127.0.0.1", 0))
+        server.listen(4)
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/x"
+        transport = Transport(Budget(), attempts=2, sleep=lambda s: None)
+        with pytest.raises(HttpFailure) as info:
+            transport(url, timeout=0.1)
+    assert info.value.detail == "timed out after 0.1s, 2 attempts"
 
 
 # -- workload identity (KEP-4412) ------------------------------------------------------------

@@ -11,10 +11,9 @@
   (imported lazily: grpc is heavy), checked with ``Version`` so an unreachable endpoint is
   one clear line before anything is decided; :func:`opened_runtime` holds it for one
   command run and turns what goes wrong there into one line naming ``--root`` or ``--cri``;
-* :func:`node_engine` is the node's credential sources (docker config, then the plugins),
-  and :class:`ReportingEngineCredentials` looks credentials up through it, logging and
-  keeping (never raising on) a plugin that failed, as the kubelet carries on with the
-  other sources.
+* :func:`node_engine` is the node's credential chain (pull secrets, docker config, then
+  the plugins), and :class:`ProviderErrors` logs and keeps (never raises on) a plugin
+  that failed, as the kubelet carries on with the other sources.
 
 Nothing here prints: the commands own their output.
 """
@@ -26,9 +25,10 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from credprov.cli.main import CLIError
+from credprov.kubelet import KubeletError
+from credprov.pullmanager.interfaces import ImageService
 
 if TYPE_CHECKING:
     from credprov.engine import Engine
@@ -37,9 +37,8 @@ log = logging.getLogger("credprov.cli")
 
 __all__ = [
     "KubeletNode",
-    "ManagedRuntime",
+    "ProviderErrors",
     "PullFailuresAsErrors",
-    "ReportingEngineCredentials",
     "RuntimeFactory",
     "check_root",
     "credential_kinds",
@@ -55,24 +54,8 @@ __all__ = [
 ]
 
 
-class ManagedRuntime(Protocol):
-    """What the commands need from a runtime: the image manager's calls plus removal.
-
-    :class:`credprov.runtime.cri.CRIRuntime` and
-    :class:`credprov.pullmanager.runtime.FakeRuntime` both fit.
-    """
-
-    def pull_image(self, image: str, auth: Any) -> str: ...
-
-    def image_ref(self, image: str) -> str | None: ...
-
-    def list_images(self) -> list[Any]: ...
-
-    def remove_image(self, image: str) -> Any: ...
-
-
-#: ``--cri`` value -> an open runtime. Raise :class:`CLIError` for an unusable endpoint.
-RuntimeFactory = Callable[[str], ManagedRuntime]
+#: ``--cri`` value -> an open runtime. Raise :class:`KubeletError` for an unusable endpoint.
+RuntimeFactory = Callable[[str], ImageService]
 
 
 def parse_cri_endpoint(endpoint: str) -> str:
@@ -80,33 +63,33 @@ def parse_cri_endpoint(endpoint: str) -> str:
     ``--container-runtime-endpoint`` form).
 
     Raises:
-        CLIError: another scheme, or no absolute path.
+        KubeletError: another scheme, or no absolute path.
     """
     prefix = "unix://"
     if not endpoint.startswith(prefix) or not endpoint[len(prefix) :].startswith("/"):
-        raise CLIError(
+        raise KubeletError(
             f"--cri {endpoint}: want unix:///path/to/socket (e.g. "
             "unix:///run/containerd/containerd.sock)"
         )
     return endpoint[len(prefix) :]
 
 
-def open_cri_runtime(endpoint: str, *, pull_timeout: float = 300.0) -> ManagedRuntime:
+def open_cri_runtime(endpoint: str, *, pull_timeout: float = 300.0) -> ImageService:
     """A CRI client on ``endpoint`` that has answered ``Version`` (the client checks it
     when it connects, as the kubelet does).
 
     Raises:
-        CLIError: a bad endpoint, no socket there, or a runtime that does not answer.
+        KubeletError: a bad endpoint, no socket there, or a runtime that does not answer.
     """
     parse_cri_endpoint(endpoint)
     try:
         from credprov.runtime.cri import CRIError, CRIRuntime
     except ImportError as exc:  # a broken install; the client imports grpc lazily itself
-        raise CLIError(f"the CRI client cannot be loaded: {exc}") from None
+        raise KubeletError(f"the CRI client cannot be loaded: {exc}") from None
     try:
-        runtime: ManagedRuntime = CRIRuntime(endpoint, pull_timeout=pull_timeout)
+        runtime: ImageService = CRIRuntime(endpoint, pull_timeout=pull_timeout)
     except CRIError as exc:
-        raise CLIError(f"--cri {endpoint}: {exc}") from None
+        raise KubeletError(f"--cri {endpoint}: {exc}") from None
     return runtime
 
 
@@ -121,7 +104,7 @@ def is_runtime_error(exc: BaseException) -> bool:
 
 class PullFailuresAsErrors:
     """A runtime whose ``pull_image`` reports *every* failure as a
-    :class:`credprov.pullmanager.runtime.PullError`.
+    :class:`credprov.testing.runtime.PullError`.
 
     The CRI client raises its own error when the runtime cannot be reached or the pull
     outlives its deadline; the kubelet reports those like any failed pull
@@ -133,7 +116,7 @@ class PullFailuresAsErrors:
         self.runtime = runtime
 
     def pull_image(self, image: str, auth: Any) -> str:
-        from credprov.pullmanager.runtime import PullError
+        from credprov.pullmanager.interfaces import PullError
 
         try:
             ref: str = self.runtime.pull_image(image, auth)
@@ -164,7 +147,7 @@ def opened_runtime(
     runtime_factory: RuntimeFactory | None = None,
     *,
     pull_timeout: float = 300.0,
-) -> Iterator[ManagedRuntime]:
+) -> Iterator[ImageService]:
     """The runtime at ``endpoint`` for one command run over the records under ``root``,
     closed afterwards.
 
@@ -173,7 +156,7 @@ def opened_runtime(
     (``--root``), the CRI client's own error the runtime's (``--cri``); anything else passes.
 
     Raises:
-        CLIError: the runtime could not be opened, or the run failed as above.
+        KubeletError: the runtime could not be opened, or the run failed as above.
     """
     if runtime_factory is None:
         runtime = open_cri_runtime(endpoint, pull_timeout=pull_timeout)
@@ -182,10 +165,10 @@ def opened_runtime(
     try:
         yield runtime
     except OSError as exc:
-        raise CLIError(f"--root {root}: {exc.strerror or exc}") from None
+        raise KubeletError(f"--root {root}: {exc.strerror or exc}") from None
     except Exception as exc:
         if is_runtime_error(exc):
-            raise CLIError(f"--cri {endpoint}: {exc}") from None
+            raise KubeletError(f"--cri {endpoint}: {exc}") from None
         raise
     finally:
         close_runtime(runtime)
@@ -198,10 +181,10 @@ def check_root(root: str) -> str:
     image on the node would then look preloaded, usable by any pod.
 
     Raises:
-        CLIError: not a directory.
+        KubeletError: not a directory.
     """
     if not os.path.isdir(root):
-        raise CLIError(f"--root {root}: not a directory (create the kubelet root first)")
+        raise KubeletError(f"--root {root}: not a directory (create the kubelet root first)")
     return root
 
 
@@ -209,13 +192,13 @@ def validate_policy(policy: str, allowlist: Sequence[str]) -> None:
     """The kubelet's configuration checks for the policy and allowlist, its words.
 
     Raises:
-        CLIError: the first problem.
+        KubeletError: the first problem.
     """
     from credprov.pullmanager.policies import validate_policy_config
 
     problems = validate_policy_config(policy, list(allowlist), True)
     if problems:
-        raise CLIError(problems[0])
+        raise KubeletError(problems[0])
 
 
 def node_engine(
@@ -228,11 +211,11 @@ def node_engine(
 ) -> Engine:
     """The node's credential sources: its docker config, then the credential provider
     plugins of ``plugins`` (``(config path, bin dir)``; none when None) with a deadline of
-    ``plugin_timeout`` nanoseconds. With ``as_pod`` (:class:`credprov.cli._aspod.AsPod`),
+    ``plugin_timeout`` nanoseconds. With ``as_pod`` (:class:`credprov.kubelet.aspod.AsPod`),
     KEP-4412 providers reach the API server as the pod's node.
 
     Raises:
-        CLIError: an unreadable or invalid docker config.
+        KubeletError: an unreadable or invalid docker config.
         credprov.config.ConfigError: the kubelet's plugin registration errors.
     """
     from credprov.engine import Engine
@@ -241,7 +224,7 @@ def node_engine(
     try:
         node_keyring = load_docker_config_keyring(node_docker_config)
     except ObjectsError as exc:
-        raise CLIError(str(exc)) from None
+        raise KubeletError(str(exc)) from None
     providers = None
     if plugins is not None:
         from credprov.plugin.registry import register_credential_provider_plugins
@@ -258,35 +241,19 @@ def node_engine(
     return Engine(providers, node_keyring)
 
 
-class ReportingEngineCredentials:
-    """:class:`credprov.pullmanager.ensure.EngineCredentials` that also logs every plugin
-    failure (already scrubbed of secrets by the exec layer) and keeps it in :attr:`errors`:
-    a token request the Node authorizer or NodeRestriction refused is what an operator
-    looks for in a report."""
+class ProviderErrors:
+    """Collects (and logs) every plugin failure during ``ensure-image``: pass it as the
+    image manager's ``on_provider_error``. The error text is already scrubbed of secrets by
+    the exec layer; a token request the Node authorizer or NodeRestriction refused is what
+    an operator looks for in a report. The kubelet carries on with the other credentials."""
 
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
+    def __init__(self) -> None:
         #: ``{"image", "provider", "error"}`` per failed provider lookup, in order.
         self.errors: list[dict[str, str]] = []
 
-    def lookup(self, image: str, pull_secrets: Sequence[Mapping[str, Any]], pod: Any) -> list[Any]:
-        from credprov.pullmanager.ensure import CredentialLookupError
-
-        resolution = self.engine.resolve(image, pull_secrets, pod)
-        if resolution.error:
-            raise CredentialLookupError(resolution.error)
-        for provider in resolution.providers:
-            if provider.error:
-                log.warning(
-                    "credential provider %s failed for %s: %s",
-                    provider.name,
-                    image,
-                    provider.error,
-                )
-                self.errors.append(
-                    {"image": image, "provider": provider.name, "error": provider.error}
-                )
-        return list(resolution.credentials)
+    def __call__(self, image: str, provider: str, error: str) -> None:
+        log.warning("credential provider %s failed for %s: %s", provider, image, error)
+        self.errors.append({"image": image, "provider": provider, "error": error})
 
 
 @dataclass(eq=False)
@@ -305,6 +272,7 @@ class KubeletNode:
     allowlist: Iterable[str] = ()
     _: KW_ONLY
     credentials: Any = None
+    on_provider_error: Any = None
     metrics: Any = None
     feature_gate: bool = True
     verify_image_ref: bool = False
@@ -343,6 +311,7 @@ class KubeletNode:
             self.runtime,
             self.manager,
             credentials=self.credentials,
+            on_provider_error=self.on_provider_error,
             metrics=self.metrics,
             verify_image_ref=self.verify_image_ref,
         )

@@ -1,12 +1,13 @@
-"""A fake container runtime and registry for the image pull path, and the runtime contract.
+"""A fake container runtime and registry: the CRI ``ImageService`` without a runtime.
 
-Mirrors the parts of the CRI ``ImageService`` the kubelet's image manager uses
-(``pkg/kubelet/kuberuntime/kuberuntime_image.go``): ``PullImage(spec, auth)`` returns the
-image reference the runtime stored, ``ImageStatus(spec).Image.Id`` is what ``GetImageRef``
-returns ("" / ``None`` when absent) and ``ListImages`` feeds the pull manager's start-up
-housekeeping. Names are resolved the way containerd does: Docker Hub names are normalised
-(``nginx`` -> ``docker.io/library/nginx:latest``), a digest wins over a tag, and two names
-may point at one image id, which is why pull records are keyed by imageRef and not by name.
+Used by the simulator (``credprov simulate``) and by tests. Mirrors the parts of the CRI
+``ImageService`` the kubelet's image manager uses (``pkg/kubelet/kuberuntime/
+kuberuntime_image.go``): ``PullImage(spec, auth)`` returns the image reference the runtime
+stored, ``ImageStatus(spec).Image.Id`` is what ``GetImageRef`` returns ("" / ``None`` when
+absent) and ``ListImages`` feeds the pull manager's start-up housekeeping. Names are
+resolved the way containerd does: Docker Hub names are normalised (``nginx`` ->
+``docker.io/library/nginx:latest``), a digest wins over a tag, and two names may point at
+one image id, which is why pull records are keyed by imageRef and not by name.
 
 :class:`FakeRegistry` decides who may pull what: repositories open to anonymous pulls, and
 grants giving a username/password (or a KEP-2535 credential hash) access to repositories.
@@ -21,79 +22,23 @@ import hashlib
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
 
-from credprov.images import InvalidImageError, parse_image_name
+from credprov.images import (
+    InvalidImageError,
+    normalize_reference,
+    parse_image_name,
+    split_reference,
+)
 from credprov.keyring import TrackedAuthConfig
-from credprov.pullmanager.interfaces import RuntimeImage
+from credprov.pullmanager.interfaces import REGISTRY_UNAVAILABLE, PullError, RuntimeImage
 
 __all__ = [
-    "REGISTRY_UNAVAILABLE",
     "FakeRegistry",
     "FakeRuntime",
-    "ImageRuntime",
-    "PullError",
+    "PullAttempt",
     "RegistryGrant",
     "RegistryImage",
-    "normalize_reference",
-    "split_reference",
 ]
-
-#: ``crierrors.ErrRegistryUnavailable``: the kubelet recognises it by this message prefix.
-REGISTRY_UNAVAILABLE = "RegistryUnavailable"
-
-
-class PullError(Exception):
-    """``PullImage`` failed; ``str()`` is the runtime's message (never a password)."""
-
-
-class ImageRuntime(Protocol):
-    """What the image manager needs from a container runtime (a CRI client implements it)."""
-
-    def pull_image(self, image: str, auth: TrackedAuthConfig | None) -> str:
-        """Pull ``image`` (default tag applied) with ``auth`` (None: anonymous).
-
-        Returns the image reference the runtime stored. Raises PullError.
-        """
-        ...
-
-    def image_ref(self, image: str) -> str | None:
-        """``ImageStatus(image).Image.Id``, None when the image is not present."""
-        ...
-
-    def list_images(self) -> list[RuntimeImage]:
-        """Every image the runtime has."""
-        ...
-
-
-# -- names ------------------------------------------------------------------------------------
-
-
-def split_reference(image: str) -> tuple[str, str, str]:
-    """(normalised repository, tag or "", digest or "") of an image reference.
-
-    Raises:
-        InvalidImageError: not a reference distribution/reference accepts.
-    """
-    repo = parse_image_name(image)  # validates the whole reference
-    name, _, digest = image.partition("@")
-    colon = name.rfind(":")
-    # A ":" after the last "/" starts the tag; before it, it is the registry's port.
-    tag = name[colon + 1 :] if colon > name.rfind("/") else ""
-    return repo, tag, digest
-
-
-def normalize_reference(image: str) -> str:
-    """The fully qualified name containerd stores: ``repo:tag``, ``repo@digest`` or both;
-    no tag and no digest means ``:latest``.
-
-    Raises:
-        InvalidImageError: not a valid reference.
-    """
-    repo, tag, digest = split_reference(image)
-    if digest:
-        return f"{repo}:{tag}@{digest}" if tag else f"{repo}@{digest}"
-    return f"{repo}:{tag or 'latest'}"
 
 
 def _fake_digest(seed: str) -> str:
@@ -296,7 +241,7 @@ class FakeRuntime:
                 return candidate
         return None
 
-    # -- ImageRuntime --
+    # -- ImageService --
 
     def image_ref(self, image: str) -> str | None:
         with self._lock:

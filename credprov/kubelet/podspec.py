@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from credprov._gofmt import go_quote
+from credprov.kubelet import KubeletError
 
 __all__ = [
     "CONTAINER_KINDS",
@@ -44,7 +45,7 @@ CONTAINER_KINDS = (
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 
 
-class PodSpecError(ValueError):
+class PodSpecError(KubeletError, ValueError):
     """A pod file the API server would not accept; ``str()`` is one line."""
 
 

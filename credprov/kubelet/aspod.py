@@ -10,7 +10,7 @@ as ``system:node:<node>``: the pod's pull secrets (``get secrets``, Node authori
 for KEP-4412 providers, the service account and a token bound to the pod (Node
 authorizer, NodeRestriction, RBAC for the registry audience).
 
-Errors are :class:`credprov.cli.main.CLIError`, one line each.
+Errors are :class:`credprov.kubelet.KubeletError`, one line each.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from credprov.cli.main import CLIError
+from credprov.kubelet import KubeletError
 
 __all__ = ["AsPod", "load_as_pod", "split_pod_ref"]
 
@@ -30,11 +30,11 @@ def split_pod_ref(value: str, flag: str = "--pod") -> tuple[str, str]:
     """``NS/NAME`` → ``(NS, NAME)``.
 
     Raises:
-        CLIError: not exactly two non-empty parts.
+        KubeletError: not exactly two non-empty parts.
     """
     namespace, sep, name = value.partition("/")
     if not sep or not namespace or not name or "/" in name:
-        raise CLIError(f"{flag} {value!r}: want NAMESPACE/NAME")
+        raise KubeletError(f"{flag} {value!r}: want NAMESPACE/NAME")
     return namespace, name
 
 
@@ -127,7 +127,7 @@ def load_as_pod(
     secrets as ``node`` (default: the pod's ``spec.nodeName``).
 
     Raises:
-        CLIError: a bad ``NS/NAME``, an unreadable or invalid objects file, a pod that is
+        KubeletError: a bad ``NS/NAME``, an unreadable or invalid objects file, a pod that is
             not there, or an unbound pod without ``node``.
     """
     from credprov.nodeauth.nodeapi import NodeAPI
@@ -137,19 +137,19 @@ def load_as_pod(
     try:
         store = load_objects_file(objects_path)
     except NodeAuthError as exc:
-        raise CLIError(str(exc)) from None
+        raise KubeletError(str(exc)) from None
     pod = store.get("pods", namespace, name)
     if pod is None:
-        raise CLIError(f"pod {namespace}/{name} is not in {objects_path}")
+        raise KubeletError(f"pod {namespace}/{name} is not in {objects_path}")
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     if not isinstance(meta, Mapping) or not isinstance(spec, Mapping):
-        raise CLIError(
+        raise KubeletError(
             f"pod {namespace}/{name} in {objects_path}: metadata and spec must be objects"
         )
     node_name = node or str(spec.get("nodeName") or "")
     if not node_name:
-        raise CLIError(f"pod {namespace}/{name} is not bound to a node: pass --node")
+        raise KubeletError(f"pod {namespace}/{name} is not bound to a node: pass --node")
     api = NodeAPI(store, node_name, feature_gates=dict(feature_gates) if feature_gates else None)
     sa = spec.get("serviceAccountName")
     as_pod = AsPod(

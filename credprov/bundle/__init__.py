@@ -1,0 +1,11 @@
+"""Self-contained plugin bundles for nodes without Python, and their installer image.
+
+* :mod:`credprov.bundle.build`: ``credprov bundle`` — freeze the plugins with PyInstaller
+  (``--onedir``, one multicall runtime, :mod:`credprov.bundle._multicall`) and pack
+  ``credprov-plugins-<version>-linux-<arch>.tar.gz`` with its POSIX-sh ``install``;
+* :mod:`credprov.bundle.oci`: the installer image, an OCI image archive written directly
+  (no buildah): static busybox, the bundle and ``image-entrypoint``.
+
+This package's ``__init__`` imports nothing: the frozen runtime imports
+:mod:`credprov.bundle._multicall` on every plugin start.
+"""

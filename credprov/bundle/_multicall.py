@@ -1,0 +1,49 @@
+"""The bundle's one executable: dispatch on the name it was started as (``argv[0]``).
+
+Every plugin name installed into the kubelet's bin dir is a symlink to this executable;
+the basename of ``argv[0]`` picks the plugin's ``main``. Standard library only, and nothing
+is imported before the plugin's own entry module: this is the warm path.
+"""
+
+import os
+import sys
+
+#: Installed name → ``module:function`` of the plugin's main (as ``[project.scripts]``).
+PLUGINS = {
+    "static-credential-provider": "credprov_static.main:main",
+    "docker-credential-helper-provider": "credprov_dockerhelper.provider_main:main",
+    "docker-credential-credprov": "credprov_dockerhelper.docker_helper:main",
+    "ecr-credential-provider": "credprov_ecr.main:main",
+    "auth-provider-gcp": "credprov_gcp.main:main",
+    "acr-credential-provider": "credprov_acr.main:main",
+}
+
+RUNTIME_NAME = "credprov-plugins"
+
+
+def main(plugins: dict[str, str] | None = None) -> int:
+    """Run the plugin named by ``argv[0]`` (or ``argv[1]``); ``plugins`` is the bundle's
+    subset of :data:`PLUGINS`."""
+    plugins = PLUGINS if plugins is None else plugins
+    name = os.path.basename(sys.argv[0])
+    if name not in plugins and len(sys.argv) > 1 and sys.argv[1] in plugins:
+        # ``credprov-plugins NAME ARGS...``: run a plugin without installing it.
+        name = sys.argv[1]
+        sys.argv = [name, *sys.argv[2:]]
+    entry = plugins.get(name)
+    if entry is None:
+        if len(sys.argv) > 1 and sys.argv[1] == "--list":
+            print("\n".join(plugins))
+            return 0
+        sys.stderr.write(
+            f"{RUNTIME_NAME}: started as {name!r}, which is not a plugin name; "
+            f"run it as one of {', '.join(plugins)} (a symlink), or `{RUNTIME_NAME} --list`\n"
+        )
+        return 2
+    module_name, _, attr = entry.partition(":")
+    module = __import__(module_name, fromlist=[attr])
+    return int(getattr(module, attr)() or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

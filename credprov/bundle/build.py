@@ -1,0 +1,368 @@
+"""``credprov bundle``: freeze the plugins into one relocatable directory and a tarball.
+
+The builder is PyInstaller ``--onedir`` (chosen by measurement, see README "Put it on your
+nodes"): one runtime (``credprov-plugins``, a multicall executable dispatching on
+``argv[0]``) shared by every plugin, so a node gets one copy of Python, not six. The spec is
+generated here rather than kept as a ``.spec`` file because it depends on the plugins
+selected and on where this checkout's packages live (an editable install is invisible to
+PyInstaller's import graph, so their roots go on ``pathex``).
+
+Two things differ from a default PyInstaller build, both for the warm path (a plugin answers
+from its cache in well under the kubelet's patience, and every cache miss is one process):
+
+* the runtime hooks ``pyi_rth_inspect``, ``pyi_rth_pkgutil`` and ``pyi_rth_multiprocessing``
+  are dropped: they import ``inspect``, ``zipfile``, ``pkgutil`` and ``multiprocessing`` on
+  every start (~35 ms here) to support APIs the plugins never use on a frozen runtime;
+* botocore's service models are pruned to the services the ECR plugin calls (the data
+  directory is 28 MB of the 98 MB otherwise).
+
+Layout of the tarball (``credprov-plugins-<version>-linux-<arch>.tar.gz``)::
+
+    credprov-plugins/install            POSIX sh installer (no Python on the node)
+    credprov-plugins/image-entrypoint   the installer image's command (sh)
+    credprov-plugins/PLUGINS            the plugin names, one per line
+    credprov-plugins/BUILD_ID           <version>-<digest of runtime/>: the versioned dir name
+    credprov-plugins/REQUIREMENTS       what a node needs (glibc, libraries), measured
+    credprov-plugins/runtime/           the PyInstaller onedir (credprov-plugins + _internal/)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import importlib.util
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from credprov import __version__
+from credprov.bundle._multicall import PLUGINS, RUNTIME_NAME
+
+BUNDLE_DIR = "credprov-plugins"
+
+#: Plugin name → the top-level packages it needs beyond credprov and its plugin package.
+PLUGIN_PACKAGES = {
+    "static-credential-provider": ("credprov_static",),
+    "docker-credential-helper-provider": ("credprov_dockerhelper",),
+    "docker-credential-credprov": ("credprov_dockerhelper",),
+    "ecr-credential-provider": ("credprov_ecr",),
+    "auth-provider-gcp": ("credprov_gcp",),
+    "acr-credential-provider": ("credprov_acr",),
+}
+
+#: Never part of a plugin runtime (test, build and CLI-only dependencies).
+EXCLUDES = (
+    "tkinter",
+    "pytest",
+    "_pytest",
+    "moto",
+    "hypothesis",
+    "mypy",
+    "setuptools",
+    "pkg_resources",
+    "pip",
+    "grpc",
+    "cri_api",
+    "google.protobuf",
+    "credprov.cli",
+    "credprov.runtime",
+    "credprov.nodeauth",
+    "credprov.pullmanager",
+    "credprov_gcp.fakes",
+)
+
+#: Runtime hooks that only support APIs the plugins never use frozen (see module docstring).
+DROPPED_RUNTIME_HOOKS = ("pyi_rth_inspect", "pyi_rth_pkgutil", "pyi_rth_multiprocessing")
+
+#: botocore service models the ECR plugin calls (private and public ECR, STS for KEP-4412
+#: roles, SSO for profiles that use it); every other service's models are removed.
+BOTOCORE_SERVICES = ("ecr", "ecr-public", "sts", "sso", "sso-oidc")
+
+_GO_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+
+#: The installed files' modes are normalised; the tarball's entries carry this mtime.
+_EPOCH = 1_700_000_000
+
+
+class BundleError(Exception):
+    """The bundle cannot be built; ``str()`` is one line."""
+
+
+@dataclass(frozen=True)
+class BundleResult:
+    tarball: Path
+    build_id: str
+    plugins: tuple[str, ...]
+    size: int  # bytes of the .tar.gz
+    unpacked_size: int
+    glibc: str  # the newest GLIBC_x.y symbol version any bundled binary needs
+    seconds: float
+
+
+def go_arch(machine: str | None = None) -> str:
+    """This machine's architecture as Go (and container images) name it."""
+    machine = (machine or platform.machine()).lower()
+    try:
+        return _GO_ARCH[machine]
+    except KeyError:
+        raise BundleError(f"unsupported architecture {machine!r}") from None
+
+
+def tarball_name(arch: str | None = None) -> str:
+    return f"{BUNDLE_DIR}-{__version__}-linux-{arch or go_arch()}.tar.gz"
+
+
+def select_plugins(names: Sequence[str]) -> tuple[str, ...]:
+    """``names`` in :data:`PLUGINS` order (all when empty); unknown names are an error."""
+    unknown = [n for n in names if n not in PLUGINS]
+    if unknown:
+        raise BundleError(
+            f"unknown plugin(s) {', '.join(unknown)}; available: {', '.join(PLUGINS)}"
+        )
+    return tuple(n for n in PLUGINS if not names or n in names)
+
+
+def _package_root(package: str) -> str:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise BundleError(f"package {package} is not installed in this environment")
+    return os.path.dirname(os.path.abspath(next(iter(spec.submodule_search_locations))))
+
+
+def _needs_module(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def _spec_text(entry: Path, plugins: Sequence[str], workdir: Path) -> str:
+    packages = sorted({p for n in plugins for p in PLUGIN_PACKAGES[n]})
+    pathex = sorted({_package_root("credprov"), *(_package_root(p) for p in packages)})
+    excludes = list(EXCLUDES)
+    # A plugin's cloud SDK only when that plugin is bundled.
+    if "ecr-credential-provider" not in plugins:
+        excludes += ["boto3", "botocore", "s3transfer"]
+    if "auth-provider-gcp" not in plugins:
+        excludes += ["google", "google.auth"]
+    if "acr-credential-provider" not in plugins:
+        excludes += ["azure", "msal", "msal_extensions"]
+    if not {"auth-provider-gcp", "acr-credential-provider"} & set(plugins):
+        excludes += ["requests"]
+    return f"""# Generated by credprov.bundle.build; do not edit.
+import sys
+sys.path[:0] = {pathex!r}
+from PyInstaller.utils.hooks import collect_submodules
+
+hidden = [m for p in {packages!r} for m in collect_submodules(p)
+          if not m.endswith(".fakes")]
+a = Analysis([{str(entry)!r}], pathex={pathex!r}, hiddenimports=hidden,
+             excludes={excludes!r}, noarchive=False)
+a.scripts = [s for s in a.scripts if s[0] not in {DROPPED_RUNTIME_HOOKS!r}]
+pyz = PYZ(a.pure)
+exe = EXE(pyz, a.scripts, [], exclude_binaries=True, name={RUNTIME_NAME!r},
+          strip=True, upx=False, console=True)
+coll = COLLECT(exe, a.binaries, a.datas, strip=True, upx=False, name="runtime")
+"""
+
+
+def _entry_text(plugins: Sequence[str]) -> str:
+    table = {n: PLUGINS[n] for n in plugins}
+    return f"import sys\nfrom credprov.bundle._multicall import main\nsys.exit(main({table!r}))\n"
+
+
+def _prune_botocore(internal: Path) -> None:
+    data = internal / "botocore" / "data"
+    if not data.is_dir():
+        return
+    for child in data.iterdir():
+        if child.is_dir() and child.name not in BOTOCORE_SERVICES:
+            shutil.rmtree(child)
+
+
+def _freeze(plugins: Sequence[str], workdir: Path) -> Path:
+    """Run PyInstaller; return the onedir (``runtime/``)."""
+    if not _needs_module("PyInstaller"):
+        raise BundleError(
+            "PyInstaller is not installed in this environment (pip install 'credprov[dev]')"
+        )
+    entry = workdir / "credprov_plugins_entry.py"
+    entry.write_text(_entry_text(plugins))
+    spec = workdir / "credprov-plugins.spec"
+    spec.write_text(_spec_text(entry, plugins, workdir))
+    cmd = [
+        sys.executable,
+        "-m",
+        "PyInstaller",
+        "--noconfirm",
+        "--clean",
+        "--log-level",
+        "WARN",
+        "--distpath",
+        str(workdir / "dist"),
+        "--workpath",
+        str(workdir / "build"),
+        str(spec),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
+    if proc.returncode != 0:
+        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        raise BundleError(f"PyInstaller failed (exit {proc.returncode}): {tail}")
+    runtime = workdir / "dist" / "runtime"
+    _prune_botocore(runtime / "_internal")
+    return runtime
+
+
+def tree_digest(root: Path) -> str:
+    """sha256 over the relative paths, modes, link targets and contents of ``root``."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        st = path.lstat()
+        digest.update(f"{rel}\0{st.st_mode & 0o777:o}\0".encode())
+        if path.is_symlink():
+            digest.update(b"L" + os.readlink(path).encode())
+        elif path.is_file():
+            with path.open("rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(chunk)
+    return digest.hexdigest()
+
+
+_GLIBC = re.compile(rb"GLIBC_(2\.\d+(?:\.\d+)?)\x00")
+
+
+def required_glibc(root: Path) -> str:
+    """The newest ``GLIBC_2.x`` symbol version named by any ELF file under ``root``."""
+    newest: tuple[int, ...] = (2, 0)
+    for path in root.rglob("*"):
+        if path.is_symlink() or not path.is_file():
+            continue
+        with path.open("rb") as fh:
+            if fh.read(4) != b"\x7fELF":
+                continue
+            data = fh.read()
+        for match in _GLIBC.findall(data):
+            version = tuple(int(p) for p in match.decode().split("."))
+            newest = max(newest, version)
+    return ".".join(str(p) for p in newest)
+
+
+def _script(name: str) -> str:
+    return resources.files("credprov.bundle").joinpath(name).read_text(encoding="utf-8")
+
+
+def assemble(runtime: Path, plugins: Sequence[str], out_dir: Path) -> tuple[Path, str, str]:
+    """Lay out ``out_dir/credprov-plugins/`` around a frozen ``runtime`` directory.
+
+    Returns ``(bundle_dir, build_id, glibc)``. Also used by the tests with a stand-in runtime.
+    """
+    bundle = out_dir / BUNDLE_DIR
+    if bundle.exists():
+        shutil.rmtree(bundle)
+    bundle.mkdir(parents=True)
+    shutil.copytree(runtime, bundle / "runtime", symlinks=True)
+    build_id = f"{__version__}-{tree_digest(bundle / 'runtime')[:12]}"
+    glibc = required_glibc(bundle / "runtime")
+    for name in ("install", "image-entrypoint"):
+        path = bundle / name
+        path.write_text(_script(f"{name.replace('-', '_')}.sh"))
+        path.chmod(0o755)
+    (bundle / "PLUGINS").write_text("".join(f"{n}\n" for n in plugins))
+    (bundle / "BUILD_ID").write_text(build_id + "\n")
+    (bundle / "REQUIREMENTS").write_text(
+        f"linux/{go_arch()}; glibc >= {glibc}; libz.so.1 (zlib) on the node's library path; "
+        "a bin dir on a filesystem mounted without noexec\n"
+    )
+    return bundle, build_id, glibc
+
+
+def _normalised(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    info.mtime = _EPOCH
+    if info.isdir() or info.mode & 0o111:
+        info.mode = 0o755
+    elif not info.issym():
+        info.mode = 0o644
+    return info
+
+
+def write_tarball(bundle: Path, tarball: Path) -> None:
+    """A reproducible ``.tar.gz`` of ``bundle`` (sorted entries, root-owned, fixed mtime),
+    written atomically."""
+    tmp = tarball.with_name(f".{tarball.name}.tmp{os.getpid()}")
+    try:
+        with (
+            open(tmp, "wb") as raw,
+            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz,
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+        ):
+            for path in [bundle, *sorted(bundle.rglob("*"))]:
+                arcname = path.relative_to(bundle.parent).as_posix()
+                tar.add(path, arcname, recursive=False, filter=_normalised)
+        os.replace(tmp, tarball)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def _tree_size(root: Path) -> int:
+    return sum(p.lstat().st_size for p in root.rglob("*") if not p.is_dir())
+
+
+def build_bundle(
+    out_dir: str | os.PathLike[str],
+    names: Sequence[str] = (),
+    *,
+    keep_dir: bool = False,
+) -> BundleResult:
+    """Freeze ``names`` (default: every plugin) and write the tarball into ``out_dir``.
+
+    Raises:
+        BundleError: unknown plugin, PyInstaller missing or failing, unwritable ``out_dir``.
+    """
+    started = time.monotonic()
+    plugins = select_plugins(names)
+    out = Path(out_dir)
+    if not out.is_dir():
+        raise BundleError(f"output directory {out} does not exist")
+    if not os.access(out, os.W_OK):
+        raise BundleError(f"output directory {out} is not writable")
+    with tempfile.TemporaryDirectory(prefix="credprov-bundle-") as tmp:
+        work = Path(tmp)
+        runtime = _freeze(plugins, work)
+        bundle, build_id, glibc = assemble(runtime, plugins, work / "out")
+        tarball = out / tarball_name()
+        write_tarball(bundle, tarball)
+        unpacked = _tree_size(bundle)
+        if keep_dir:
+            target = out / BUNDLE_DIR
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.move(str(bundle), target)
+    return BundleResult(
+        tarball=tarball,
+        build_id=build_id,
+        plugins=plugins,
+        size=tarball.stat().st_size,
+        unpacked_size=unpacked,
+        glibc=glibc,
+        seconds=time.monotonic() - started,
+    )
+
+
+def unpack(tarball: Path, dest: Path) -> Path:
+    """Unpack a bundle tarball into ``dest`` (the ``tar xzf`` of the README), returning
+    ``dest/credprov-plugins``."""
+    with tarfile.open(tarball, "r:gz") as tar:
+        tar.extractall(dest, filter="tar")
+    return dest / BUNDLE_DIR

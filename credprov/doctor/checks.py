@@ -1,0 +1,571 @@
+"""The node-side checks: flags, the provider config, the bin dir and every plugin.
+
+Each function takes the :class:`~credprov.doctor.context.Context` and returns findings.
+They call the library rather than re-implementing it: the config is read and validated by
+:func:`credprov.config.load_config` (the kubelet's text), linted by
+:func:`credprov.lint.lint_config`, matching is :func:`credprov.matching.explain_match`, and
+a plugin's answer is judged by :func:`credprov.conformance.run_conformance`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import stat
+
+from credprov.api import internal
+from credprov.conformance import run_conformance
+from credprov.doctor.binaries import check_executable
+from credprov.doctor.context import SA_TOKEN_GATE, Context
+from credprov.doctor.discovery import BIN_DIR, CONFIG
+from credprov.doctor.report import Finding, Status
+from credprov.images import InvalidImageError, parse_image_name
+from credprov.matching import explain_match, urls_match_str
+
+__all__ = [
+    "check_bin_dir",
+    "check_feature_gates",
+    "check_flags",
+    "check_image_match",
+    "check_lint",
+    "check_plugins",
+    "check_provider_config",
+    "sample_image",
+]
+
+_FLAGS = "--image-credential-provider-config / --image-credential-provider-bin-dir"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
+# -- kubelet.flags -------------------------------------------------------------------------------
+
+
+def check_flags(ctx: Context) -> list[Finding]:
+    setup = ctx.setup
+    config, bin_dir = setup.values.get(CONFIG), setup.values.get(BIN_DIR)
+    found_by = setup.kubelet.source if setup.kubelet else "no running kubelet or systemd unit"
+    notes = []
+    if setup.config_file_provider_fields:
+        notes.append(
+            " (the KubeletConfiguration sets "
+            + ", ".join(setup.config_file_provider_fields)
+            + ": upstream kubelets read only the flags)"
+        )
+    if config is None and bin_dir is None:
+        return [
+            Finding(
+                "kubelet.flags",
+                Status.WARN,
+                "",
+                f"no credential provider flags found ({found_by}): the kubelet runs no "
+                "plugin and pulls with pull secrets and the node's docker config only",
+                f"set {_FLAGS}, or run with --config and --bin-dir to check a setup",
+            )
+        ]
+    if config is None or bin_dir is None:
+        have, missing = (
+            (config, "--image-credential-provider-bin-dir")
+            if bin_dir is None
+            else (bin_dir, "--image-credential-provider-config")
+        )
+        assert have is not None
+        if setup.flavor in ("k3s", "rke2"):
+            consequence = f"{setup.flavor} enables the providers only when both exist"
+        else:
+            consequence = "the kubelet exits at start (it registers plugins when either is set)"
+        return [
+            Finding(
+                "kubelet.flags",
+                Status.FAIL,
+                "",
+                f"{have.value} is set ({have.source}) but {missing} is not: {consequence}",
+                f"set both {_FLAGS} in the same place",
+            )
+        ]
+    if setup.flavor in ("k3s", "rke2"):
+        missing_paths = [v.value for v in (config, bin_dir) if not ctx.root.exists(str(v.value))]
+        if missing_paths:
+            return [
+                Finding(
+                    "kubelet.flags",
+                    Status.FAIL,
+                    "",
+                    f"{', '.join(missing_paths)} does not exist: {setup.flavor} enables the "
+                    "credential providers only when both the bin dir and the config exist",
+                    "create the config and the bin dir (or point the agent flags at them)",
+                )
+            ]
+    return [
+        Finding(
+            "kubelet.flags",
+            Status.PASS,
+            "",
+            f"config {config.value} ({config.source}); bin dir {bin_dir.value} "
+            f"({bin_dir.source}){''.join(notes)}",
+        )
+    ]
+
+
+# -- provider-config.valid / .lint -----------------------------------------------------------------
+
+
+def check_provider_config(ctx: Context) -> list[Finding]:
+    from credprov.config import ConfigError, load_config
+
+    path = ctx.setup.get(CONFIG)
+    if path is None:
+        return [_skip("provider-config.valid", "no provider config is set")]
+    host = ctx.root.host_path(str(path))
+    try:
+        config, digest = load_config(host, {SA_TOKEN_GATE: ctx.gate(SA_TOKEN_GATE)})
+    except ConfigError as exc:
+        message = _one_line(str(exc))
+        if not ctx.root.is_host:
+            message = message.replace(ctx.root.root.rstrip("/"), "")
+        return [
+            Finding(
+                "provider-config.valid",
+                Status.FAIL,
+                str(path),
+                message,
+                "the kubelet exits at start with this config (Failed to register CRI auth "
+                "plugins); fix it and check with 'credprov config validate'",
+            )
+        ]
+    ctx.config = config
+    for provider in config.providers:
+        ctx.secrets.update(var.value for var in provider.env)
+    names = ", ".join(p.name for p in config.providers)
+    return [
+        Finding(
+            "provider-config.valid",
+            Status.PASS,
+            str(path),
+            f"{len(config.providers)} provider(s) ({names}), hash {digest}",
+        )
+    ]
+
+
+def check_lint(ctx: Context) -> list[Finding]:
+    from credprov.lint import lint_config
+
+    if ctx.config is None:
+        return [_skip("provider-config.lint", "no valid provider config")]
+    warnings = lint_config(ctx.config)
+    if not warnings:
+        return [Finding("provider-config.lint", Status.PASS, "", "no findings")]
+    return [
+        Finding(
+            "provider-config.lint",
+            Status.WARN,
+            _provider_of(w),
+            w,
+            "fix the entry: the kubelet accepts it but it does not do what it says",
+        )
+        for w in warnings
+    ]
+
+
+def _provider_of(warning: str) -> str:
+    if warning.startswith("provider '"):
+        return warning.split("'", 2)[1]
+    return ""
+
+
+# -- bin-dir.exec ------------------------------------------------------------------------------
+
+
+def check_bin_dir(ctx: Context) -> list[Finding]:
+    bin_dir = ctx.setup.get(BIN_DIR)
+    if bin_dir is None:
+        return [_skip("bin-dir.exec", "no bin dir is set")]
+    subject = str(bin_dir)
+    st = ctx.root.stat(subject)
+    if st is None:
+        return [
+            Finding(
+                "bin-dir.exec",
+                Status.FAIL,
+                subject,
+                f"the bin dir does not exist: the kubelet exits at start (plugin binary "
+                f"directory {subject} did not exist)",
+                "create it and install the plugins, or fix --image-credential-provider-bin-dir",
+            )
+        ]
+    if not stat.S_ISDIR(st.st_mode):
+        return [
+            Finding(
+                "bin-dir.exec",
+                Status.FAIL,
+                subject,
+                "the bin dir is not a directory: no plugin can be found in it",
+                "point --image-credential-provider-bin-dir at the plugins' directory",
+            )
+        ]
+    resolved = ctx.root.resolve(subject)
+    mount = _mount_of(ctx, resolved)
+    if mount is None:
+        return [
+            Finding(
+                "bin-dir.exec",
+                Status.PASS,
+                subject,
+                "a directory; no mount table in the root, so noexec was not checked",
+            )
+        ]
+    point, options, table = mount
+    if "noexec" in options:
+        return [
+            Finding(
+                "bin-dir.exec",
+                Status.FAIL,
+                subject,
+                f"the bin dir is on {point}, mounted noexec ({table}): every plugin fails "
+                "with 'permission denied'",
+                "move the plugins to an exec mount (e.g. under /var/lib or /opt) and point "
+                "--image-credential-provider-bin-dir there",
+            )
+        ]
+    return [Finding("bin-dir.exec", Status.PASS, subject, f"a directory on {point} (exec)")]
+
+
+def _mount_of(ctx: Context, node_path: str) -> tuple[str, set[str], str] | None:
+    """(mount point, options, table) of the mount holding ``node_path``."""
+    tables = []
+    if ctx.setup.pid is not None:
+        tables.append(f"/proc/{ctx.setup.pid}/mountinfo")
+    tables += ["/proc/self/mountinfo", "/proc/mounts"]
+    for table in tables:
+        try:
+            text = ctx.root.read_text(table, 4 << 20)
+        except OSError:
+            continue
+        mounts = _parse_mountinfo(text) if table.endswith("mountinfo") else _parse_mounts(text)
+        best: tuple[str, set[str]] | None = None
+        for point, options in mounts:
+            inside = point == "/" or node_path == point or node_path.startswith(point + "/")
+            if inside and (best is None or len(point) >= len(best[0])):
+                best = (point, options)
+        if best is not None:
+            return best[0], best[1], table
+    return None
+
+
+def _unescape(field: str) -> str:
+    return field.replace("\\040", " ").replace("\\011", "\t").replace("\\134", "\\")
+
+
+def _parse_mountinfo(text: str) -> list[tuple[str, set[str]]]:
+    out = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 6:
+            continue
+        options = set(fields[5].split(","))
+        if " - " in line:
+            super_options = line.split(" - ", 1)[1].split()
+            if len(super_options) >= 3:
+                options |= set(super_options[2].split(","))
+        out.append((_unescape(fields[4]), options))
+    return out
+
+
+def _parse_mounts(text: str) -> list[tuple[str, set[str]]]:
+    out = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 4:
+            out.append((_unescape(fields[1]), set(fields[3].split(","))))
+    return out
+
+
+# -- plugin.present / plugin.runnable / plugin.responds ---------------------------------------------
+
+
+def check_plugins(ctx: Context) -> list[Finding]:
+    bin_dir = ctx.setup.get(BIN_DIR)
+    ids = ("plugin.present", "plugin.runnable", "plugin.responds")
+    if ctx.config is None or bin_dir is None:
+        return [_skip(i, "no valid provider config and bin dir") for i in ids]
+    bin_dir = str(bin_dir)
+    bin_ok = ctx.root.stat(bin_dir) is not None
+    out: list[Finding] = []
+    for provider in ctx.config.providers:
+        present = _present(ctx, bin_dir, provider.name) if bin_ok else None
+        if present is None:
+            present = Finding(
+                "plugin.present",
+                Status.FAIL,
+                provider.name,
+                "the bin dir does not exist",
+                "see bin-dir.exec",
+            )
+        out.append(present)
+        path = f"{bin_dir.rstrip('/')}/{provider.name}"
+        if present.status != Status.PASS:
+            out.append(_skip("plugin.runnable", "the plugin is not present", provider.name))
+            out.append(_skip("plugin.responds", "the plugin is not present", provider.name))
+            continue
+        verdict = check_executable(ctx.root, path, ctx.machine)
+        out.append(
+            Finding(
+                "plugin.runnable",
+                Status.PASS if verdict.ok else Status.FAIL,
+                provider.name,
+                verdict.message,
+                verdict.hint,
+            )
+        )
+        ctx.runnable[provider.name] = verdict.ok
+        if not verdict.ok:
+            out.append(_skip("plugin.responds", "the plugin cannot start", provider.name))
+        elif ctx.options.no_exec:
+            out.append(_skip("plugin.responds", "--no-exec: not run", provider.name))
+        else:
+            out.append(_responds(ctx, provider, path))
+    return out
+
+
+def _present(ctx: Context, bin_dir: str, name: str) -> Finding:
+    path = f"{bin_dir.rstrip('/')}/{name}"
+    st = ctx.root.stat(path) if name else None
+    if st is not None and stat.S_ISREG(st.st_mode) and st.st_mode & 0o111:
+        return Finding("plugin.present", Status.PASS, name, f"{path} is executable")
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        return Finding(
+            "plugin.present",
+            Status.FAIL,
+            name,
+            f"{path} is a directory",
+            "install the plugin binary under the provider's name",
+        )
+    if st is not None:
+        return Finding(
+            "plugin.present",
+            Status.FAIL,
+            name,
+            f"{path} is not executable (mode {stat.S_IMODE(st.st_mode):04o}): the kubelet "
+            "exits at start (permission denied)",
+            f"chmod 0755 {path}",
+        )
+    entries = ctx.root.listdir(bin_dir)
+    hint = "install the plugin in the bin dir under exactly the provider's name"
+    if f"{name}.exe" in entries:
+        hint = (
+            f"{name}.exe is there: the provider name must equal the file name; on Linux "
+            f"rename it to {name}, on Windows name the provider {name}.exe"
+        )
+    else:
+        close = difflib.get_close_matches(name, entries, n=3, cutoff=0.6)
+        if close:
+            hint = (
+                f"did you mean {', '.join(close)}? The provider name must equal the file "
+                "name: rename one of them"
+            )
+    return Finding(
+        "plugin.present",
+        Status.FAIL,
+        name,
+        f"{path} does not exist: the kubelet exits at start (plugin binary executable "
+        "did not exist)",
+        hint,
+    )
+
+
+def sample_image(provider: internal.CredentialProvider, images: list[str]) -> str | None:
+    """An image the provider's ``matchImages`` match: one of ``images``, else derived from
+    the first entry that yields one (``*`` becomes a label, ``?`` and ``[...]`` a letter)."""
+    for image in images:
+        try:
+            repo = parse_image_name(image)
+        except InvalidImageError:
+            continue
+        if any(urls_match_str(p, repo) for p in provider.match_images):
+            return image
+    for pattern in provider.match_images:
+        candidate = _fill(pattern)
+        host, _, path = candidate.partition("/")
+        path = path.rstrip("/")
+        image = f"{host}/{path or 'credprov-doctor/sample'}"
+        try:
+            repo = parse_image_name(image)
+        except InvalidImageError:
+            continue
+        if urls_match_str(pattern, repo):
+            return image
+    return None
+
+
+def _fill(pattern: str) -> str:
+    out = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "*":
+            out.append("sample")
+        elif ch == "?":
+            out.append("x")
+        elif ch == "[":
+            end = pattern.find("]", i + 1)
+            body = pattern[i + 1 : end] if end > 0 else ""
+            first = body.lstrip("^!")[:1]
+            out.append(first if first.isalnum() else "x")
+            i = end if end > 0 else i
+        elif ch == "\\" and i + 1 < len(pattern):
+            i += 1
+            out.append(pattern[i])
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _responds(ctx: Context, provider: internal.CredentialProvider, path: str) -> Finding:
+    image = sample_image(provider, ctx.options.images)
+    if image is None:
+        return _skip(
+            "plugin.responds",
+            "no image can be derived from matchImages; pass --image",
+            provider.name,
+        )
+    try:
+        # The plugin starts with this process's environment plus the provider's env, as
+        # it would with the kubelet's.
+        report = run_conformance(
+            ctx.root.host_path(path),
+            [image],
+            [provider.api_version],
+            args=provider.args,
+            env={var.name: var.value for var in provider.env},
+            timeout_ns=ctx.options.plugin_timeout_ns,
+            probes=False,
+        )
+    except ValueError as exc:
+        return _skip("plugin.responds", f"cannot run: {exc}", provider.name)
+    failures = [c for c in report.checks if c.status == Status.FAIL]
+    warnings = [c for c in report.checks if c.status == Status.WARN]
+    by_name = {c.name: c for c in report.checks}
+    took = by_name["exit"].duration or 0.0
+    where = f"for {report.images[0]}"
+    if failures:
+        first = failures[0]
+        return Finding(
+            "plugin.responds",
+            Status.FAIL,
+            provider.name,
+            f"{where}: {first.name}: {first.detail}",
+            "the kubelet gets no credentials from this answer; run 'credprov plugin test' "
+            "on the binary for every check",
+        )
+    cache_key = by_name.get("cacheKeyType")
+    summary = f"{where}: answered in {took * 1000:.0f}ms" + (
+        f", cacheKeyType {cache_key.detail}" if cache_key and cache_key.detail else ""
+    )
+    if warnings:
+        first = warnings[0]
+        return Finding(
+            "plugin.responds",
+            Status.WARN,
+            provider.name,
+            f"{summary}; {first.name}: {first.detail}",
+            "check the plugin's answer with 'credprov plugin test'",
+        )
+    return Finding("plugin.responds", Status.PASS, provider.name, summary)
+
+
+# -- image.match ---------------------------------------------------------------------------------
+
+
+def check_image_match(ctx: Context) -> list[Finding]:
+    if not ctx.options.images:
+        return []
+    if ctx.config is None:
+        return [
+            _skip("image.match", "no valid provider config", image) for image in ctx.options.images
+        ]
+    out = []
+    for image in ctx.options.images:
+        try:
+            repo = parse_image_name(image)
+        except InvalidImageError as exc:
+            out.append(Finding("image.match", Status.WARN, image, f"invalid image: {exc}", ""))
+            continue
+        matched: list[str] = []
+        reasons: list[str] = []
+        for provider in ctx.config.providers:
+            hit = None
+            why = []
+            for pattern in provider.match_images:
+                explanation = explain_match(pattern, repo)
+                if explanation.matched:
+                    hit = pattern
+                    break
+                why.append(f"{pattern!r}: {explanation.reason}")
+            if hit is not None:
+                matched.append(f"{provider.name} (matchImages {hit!r})")
+            else:
+                reasons.append(f"{provider.name}: " + "; ".join(why))
+        if matched:
+            out.append(
+                Finding(
+                    "image.match",
+                    Status.PASS,
+                    image,
+                    f"requested as {repo}; matched by {', '.join(matched)}",
+                )
+            )
+        else:
+            out.append(
+                Finding(
+                    "image.match",
+                    Status.WARN,
+                    image,
+                    f"requested as {repo}; no provider matches ({' | '.join(reasons)})",
+                    "add a matchImages entry for this registry (host labels and port must "
+                    "match exactly; '*' covers one label)",
+                )
+            )
+    return out
+
+
+# -- feature-gates -------------------------------------------------------------------------------
+
+
+def check_feature_gates(ctx: Context) -> list[Finding]:
+    from credprov.doctor.context import GATE_DEFAULTS
+
+    if ctx.setup.feature_gates_error is not None:
+        return [
+            Finding(
+                "feature-gates",
+                Status.FAIL,
+                "",
+                f"{ctx.setup.feature_gates_error}: the kubelet exits at start",
+                "write each gate as Name=true or Name=false",
+            )
+        ]
+    parts = []
+    for name in GATE_DEFAULTS:
+        value = ctx.setup.feature_gates.get(name)
+        source = "default" if value is None else value.source
+        parts.append(f"{name}={str(ctx.gate(name)).lower()} ({source})")
+    uses_tokens = ctx.config is not None and any(
+        p.token_attributes is not None for p in ctx.config.providers
+    )
+    if uses_tokens and not ctx.gate(SA_TOKEN_GATE):
+        return [
+            Finding(
+                "feature-gates",
+                Status.FAIL,
+                "",
+                "; ".join(parts),
+                f"providers use tokenAttributes: enable {SA_TOKEN_GATE}",
+            )
+        ]
+    return [Finding("feature-gates", Status.PASS, "", "; ".join(parts))]
+
+
+def _skip(check_id: str, why: str, subject: str = "") -> Finding:
+    return Finding(check_id, Status.SKIP, subject, why)

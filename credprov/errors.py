@@ -1,0 +1,25 @@
+"""The root of every error credprov raises for bad input or a failing environment.
+
+Each package's errors derive from :class:`CredprovError` (many also from ``ValueError`` or
+``OSError``, so older ``except`` clauses keep working). ``str()`` of any of them is one
+line meant for the user and never quotes a secret. The CLI catches this root, prints
+``credprov: error: <message>`` and exits 1; any other exception is a bug in credprov and
+exits 70 ("internal error").
+"""
+
+from __future__ import annotations
+
+
+class CredprovError(Exception):
+    """Base class of credprov's user-facing errors.
+
+    ``hint`` is an optional second line (what to check or do), printed by the CLI as
+    ``credprov: hint: ...``; it keeps messages that must stay byte-identical to the
+    kubelet's (which may omit the path) useful.
+    """
+
+    hint: str = ""
+
+    def with_hint(self, hint: str) -> CredprovError:
+        self.hint = hint
+        return self

@@ -1,0 +1,157 @@
+"""A node without Python for the bundle's end-to-end tests, and the bundle built once.
+
+* :func:`pristine_root`: ``debootstrap --variant=minbase bookworm`` from the Debian mirror
+  apt already uses, cached between runs outside the repository
+  (``${XDG_CACHE_HOME:-~/.cache}/credprov/node-root-bookworm-minbase``; ~45 s the first
+  time, then nothing). It is built under a temporary name and renamed when complete, so an
+  interrupted run never leaves a half root in the cache. The root has glibc, zlib, dash
+  and coreutils, and no Python.
+* :func:`node_root`: a private copy of it for one test module (hard links, ~0.5 s: the
+  tests only add files — the bin dir, ``/run``, configs — and never write into the
+  root's own files), removed afterwards.
+* :func:`chroot`: run a command inside a root, as the node's kubelet would run a plugin
+  there (same environment, stdin, stdout and exit code).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.registry import require_tools
+
+SUITE = "bookworm"
+ROOT_NAME = f"node-root-{SUITE}-minbase"
+#: The kubelet-plugin bin dir used inside the root (kubeadm's common choice).
+BIN_DIR = "/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec"
+FALLBACK_MIRROR = "http://deb.debian.org/debian"
+
+
+def _fail_or_skip(reason: str) -> None:
+    if os.environ.get("CREDPROV_REQUIRE_E2E") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def require_root_tools() -> None:
+    """Skip (fail under ``CREDPROV_REQUIRE_E2E=1``) unless debootstrap and chroot work here."""
+    require_tools("debootstrap", "chroot")
+    if os.geteuid() != 0:
+        _fail_or_skip("the node-root tests need root (debootstrap, chroot)")
+
+
+def apt_mirror() -> str:
+    """The Debian mirror apt uses for ``bookworm`` (deb822 ``.sources`` or ``sources.list``)."""
+    candidates = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
+    for path in candidates:
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        for stanza in re.split(r"\n\s*\n", text):
+            uris = re.search(r"^URIs:\s*(\S+)", stanza, re.M)
+            suites = re.search(r"^Suites:\s*(.+)$", stanza, re.M)
+            if uris and suites and SUITE in suites.group(1).split():
+                return uris.group(1)
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) >= 3 and parts[0] == "deb" and parts[-2] == SUITE:
+                return parts[-3]
+            if len(parts) >= 3 and parts[0] == "deb" and SUITE in parts[2:3]:
+                return parts[1]
+    return FALLBACK_MIRROR
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "credprov"
+
+
+def pristine_root() -> Path:
+    """The cached minbase root, built on first use."""
+    require_root_tools()
+    root = cache_dir() / ROOT_NAME
+    if (root / "usr" / "bin" / "dash").exists():
+        return root
+    root.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{ROOT_NAME}.tmp.", dir=root.parent))
+    try:
+        proc = subprocess.run(
+            ["debootstrap", "--variant=minbase", SUITE, str(tmp), apt_mirror()],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        if proc.returncode != 0:
+            tail = " | ".join(proc.stdout.strip().splitlines()[-3:])
+            pytest.fail(f"debootstrap failed (exit {proc.returncode}): {tail}")
+        if root.exists():  # another run finished first
+            shutil.rmtree(tmp)
+        else:
+            tmp.rename(root)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return root
+
+
+@contextmanager
+def node_root() -> Iterator[Path]:
+    """A private copy of :func:`pristine_root` with an empty :data:`BIN_DIR`."""
+    pristine = pristine_root()
+    parent = Path(tempfile.mkdtemp(prefix="credprov-node-", dir=pristine.parent))
+    root = parent / "root"
+    try:
+        proc = subprocess.run(["cp", "-al", str(pristine), str(root)], capture_output=True)
+        if proc.returncode != 0:  # another filesystem: a real copy
+            shutil.rmtree(root, ignore_errors=True)
+            subprocess.run(["cp", "-a", str(pristine), str(root)], check=True)
+        (root / BIN_DIR.lstrip("/")).mkdir(parents=True)
+        yield root
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def inside(root: Path, path: str) -> Path:
+    """The host path of ``path`` inside ``root``."""
+    return root / path.lstrip("/")
+
+
+def chroot(
+    root: Path,
+    argv: Sequence[str],
+    *,
+    stdin: bytes = b"",
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``argv`` inside ``root`` (``chroot ROOT ARGV``), with ``env`` as the whole
+    environment (a minimal PATH when None)."""
+    environment = dict(env) if env is not None else {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    return subprocess.run(
+        ["chroot", str(root), *argv],
+        input=stdin,
+        capture_output=True,
+        env=environment,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def find_python(root: Path) -> list[str]:
+    """Every ``python*`` executable or ``libpython*`` library in ``root``."""
+    found = []
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            if name.startswith(("python", "libpython")):
+                found.append(os.path.join(dirpath, name))
+    return found

@@ -1,0 +1,265 @@
+"""Fixture node roots for the doctor: a healthy kubeadm-style node and a k3s-style node.
+
+Everything is real files under a temporary root: systemd units, environment files, the
+KubeletConfiguration, a provider config with three providers whose plugins are ``sh``
+scripts, KEP-2535 records written by credprov's own store, a mount table and the cluster's
+objects. Faults are planted by the tests on top of a healthy node.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+
+from credprov.doctor.binaries import elf_info
+from credprov.pullmanager.fsstore import FSPullRecordsAccessor
+from credprov.pullmanager.types import ImagePullCredentials, ImagePulledRecord
+
+#: Never printed by the doctor: a provider env value that the plugin also returns as
+#: its password.
+CANARY = "canary-d0ct0r-5ecret-91"
+
+BIN = "/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec"
+CONFIG = "/etc/kubernetes/credential-provider-config.yaml"
+NODE = "node-a"
+APP_IMAGE = "registry-a.example.com/team/app:v1"
+APP_REF = "sha256:" + "a" * 64
+
+PROVIDERS = (
+    ("registry-a-provider", "registry-a.example.com", "Registry"),
+    ("ecr-style-provider", "*.dkr.ecr.*.amazonaws.com", "Image"),
+    ("mirror-provider", "mirror.example.com:5000/team", "Registry"),
+)
+
+
+def write(root: Path, node_path: str, text: str, mode: int = 0o644) -> Path:
+    path = root / node_path.lstrip("/")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+def plugin_script(auth_key: str, cache_key_type: str = "Registry") -> str:
+    """A plugin in sh: reads the request, answers for ``auth_key`` with $PASSWORD."""
+    return f"""#!/bin/sh
+cat >/dev/null
+printf '%s' '{{"kind":"CredentialProviderResponse","apiVersion":"credentialprovider.kubelet.k8s.io/v1",'
+printf '%s' '"cacheKeyType":"{cache_key_type}","cacheDuration":"5m","auth":{{"{auth_key}":'
+printf '{{"username":"doctor","password":"%s"}}}}}}\\n' "$PASSWORD"
+"""
+
+
+def provider_config(token_provider: bool = True) -> str:
+    providers = []
+    for name, pattern, _ in PROVIDERS:
+        entry: dict[str, object] = {
+            "name": name,
+            "matchImages": [pattern],
+            "defaultCacheDuration": "10m",
+            "apiVersion": "credentialprovider.kubelet.k8s.io/v1",
+            "env": [{"name": "PASSWORD", "value": CANARY}],
+        }
+        if token_provider and name == "registry-a-provider":
+            entry["tokenAttributes"] = {
+                "serviceAccountTokenAudience": "registry-a.example.com",
+                "cacheType": "ServiceAccount",
+                "requireServiceAccount": False,
+            }
+        providers.append(entry)
+    return json.dumps(
+        {
+            "apiVersion": "kubelet.config.k8s.io/v1",
+            "kind": "CredentialProviderConfig",
+            "providers": providers,
+        },
+        indent=2,
+    )
+
+
+def _base_os(root: Path) -> None:
+    """``/bin/sh`` (this machine's, with an empty stand-in for its program interpreter),
+    a mount table, the hostname."""
+    sh = root / "bin/sh"
+    sh.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2("/bin/sh", sh)
+    info = elf_info(sh.read_bytes()[:65536])
+    if info is not None and info.interpreter:
+        write(root, info.interpreter, "", 0o755)
+    write(root, "/etc/hostname", "Node-A\n")
+    write(
+        root,
+        "/proc/mounts",
+        "/dev/sda1 / ext4 rw,relatime 0 0\n"
+        "tmpfs /tmp tmpfs rw,nosuid,nodev,noexec 0 0\n"
+        "/dev/sda2 /var/lib ext4 rw,relatime 0 0\n",
+    )
+
+
+def _plugins(root: Path, bin_dir: str) -> None:
+    for name, pattern, cache_key_type in PROVIDERS:
+        write(root, f"{bin_dir}/{name}", plugin_script(pattern, cache_key_type), 0o755)
+
+
+def _records(root: Path) -> None:
+    store = FSPullRecordsAccessor(str(root / "var/lib/kubelet"), migrate=False)
+    store.write_image_pulled_record(
+        ImagePulledRecord(
+            lastUpdatedTime=dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
+            imageRef=APP_REF,
+            credentialMapping={
+                "registry-a.example.com/team/app": ImagePullCredentials(nodePodsAccessible=True)
+            },
+        )
+    )
+
+
+def objects(rbac: bool = True) -> list[dict[str, object]]:
+    items: list[dict[str, object]] = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE, "uid": "node-uid"}},
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "builder", "namespace": "team-a", "uid": "sa-uid"},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "app", "namespace": "team-a", "uid": "pod-uid"},
+            "spec": {
+                "nodeName": NODE,
+                "serviceAccountName": "builder",
+                "containers": [{"name": "app", "image": APP_IMAGE, "imagePullPolicy": "Never"}],
+            },
+        },
+    ]
+    if rbac:
+        items += [
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": {"name": "registry-a-audience"},
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "resources": ["registry-a.example.com"],
+                        "verbs": ["request-serviceaccounts-token-audience"],
+                    }
+                ],
+            },
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": "nodes-registry-a-audience"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "registry-a-audience",
+                },
+                "subjects": [
+                    {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "Group",
+                        "name": "system:nodes",
+                    }
+                ],
+            },
+        ]
+    return items
+
+
+def write_objects(path: Path, rbac: bool = True) -> Path:
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects(rbac)}))
+    return path
+
+
+def write_images(path: Path) -> Path:
+    """The node's images as ``crictl images -o json`` prints them."""
+    doc = {
+        "images": [
+            {
+                "id": APP_REF,
+                "repoTags": [APP_IMAGE],
+                "repoDigests": [],
+                "size": "1000",
+            }
+        ]
+    }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def kubeadm_node(root: Path) -> Path:
+    """A healthy kubeadm node: unit + 10-kubeadm.conf + env files, three providers."""
+    _base_os(root)
+    write(
+        root, "/usr/lib/systemd/system/kubelet.service", "[Service]\nExecStart=/usr/bin/kubelet\n"
+    )
+    write(
+        root,
+        "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf",
+        "# kubeadm's drop-in\n"
+        "[Service]\n"
+        'Environment="KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=/etc/kubernetes/'
+        'bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf"\n'
+        'Environment="KUBELET_CONFIG_ARGS=--config=/var/lib/kubelet/config.yaml"\n'
+        "EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env\n"
+        "EnvironmentFile=-/etc/default/kubelet\n"
+        "ExecStart=\n"
+        "ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS "
+        "$KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS\n",
+    )
+    write(
+        root,
+        "/var/lib/kubelet/kubeadm-flags.env",
+        'KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=unix:///run/containerd/'
+        'containerd.sock --image-credential-provider-bin-dir=/wrong/dir"\n',
+    )
+    write(
+        root,
+        "/etc/default/kubelet",
+        f'KUBELET_EXTRA_ARGS="--image-credential-provider-config={CONFIG} '
+        f'--image-credential-provider-bin-dir {BIN}"\n',
+    )
+    write(
+        root,
+        "/var/lib/kubelet/config.yaml",
+        "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+        "kind: KubeletConfiguration\n"
+        "featureGates:\n"
+        "  KubeletEnsureSecretPulledImages: true\n"
+        "imagePullCredentialsVerificationPolicy: NeverVerifyPreloadedImages\n",
+    )
+    write(root, CONFIG, provider_config())
+    _plugins(root, BIN)
+    _records(root)
+    return root
+
+
+K3S_BIN = "/var/lib/rancher/credentialprovider/bin"
+K3S_CONFIG = "/var/lib/rancher/credentialprovider/config.yaml"
+
+
+def k3s_node(root: Path) -> Path:
+    """A k3s agent: a (fixture) process, the rancher defaults, kubelet-arg in config.yaml."""
+    _base_os(root)
+    write(root, "/proc/4242/comm", "k3s-agent\n")
+    (root / "proc/4242/cmdline").write_bytes(
+        b"/usr/local/bin/k3s\0agent\0--server\0https://10.0.0.1:6443\0"
+        b"--kubelet-arg=feature-gates=KubeletEnsureSecretPulledImages=true\0"
+    )
+    write(
+        root,
+        "/etc/rancher/k3s/config.yaml",
+        "kubelet-arg:\n  - config=/var/lib/kubelet/config.yaml\n",
+    )
+    write(
+        root,
+        "/var/lib/kubelet/config.yaml",
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n",
+    )
+    write(root, K3S_CONFIG, provider_config(token_provider=False))
+    _plugins(root, K3S_BIN)
+    return root
