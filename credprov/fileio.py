@@ -24,9 +24,12 @@ import errno
 import os
 import stat
 import sys
-from typing import BinaryIO
 
 from credprov.errors import CredprovError
+
+TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 #: The default cap on any file credprov reads (16 MiB, the kubelet's own bound for configs).
 MAX_FILE_BYTES = 16 * 1024 * 1024

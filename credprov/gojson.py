@@ -16,7 +16,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
+if TYPE_CHECKING:
+    from typing import Any
 
 _SURROGATE_ESCAPE = re.compile(
     r"(\\+)u([dD][89abAB][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?"

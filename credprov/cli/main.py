@@ -13,7 +13,6 @@ from collections.abc import Sequence
 
 from credprov import __version__
 from credprov.errors import CredprovError
-from credprov.redact import terminal_safe
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
@@ -191,6 +190,8 @@ def _setup_logging(verbosity: int) -> None:
 def one_line(message: str) -> str:
     """Fold a multi-line message (e.g. YAML errors, plugin stderr) into one line, with
     control characters escaped so nothing from a plugin or a file reaches the terminal raw."""
+    from credprov.redact import terminal_safe  # imports logging: only when printing one
+
     return terminal_safe(str(message))
 
 

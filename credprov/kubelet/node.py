@@ -28,10 +28,13 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from credprov.kubelet import KubeletError
-from credprov.pullmanager.interfaces import ImageService
 
 if TYPE_CHECKING:
     from credprov.engine import Engine
+
+    # Not at run time: it would import the pull manager's pydantic records and
+    # prometheus_client into every get-credentials run.
+    from credprov.pullmanager.interfaces import ImageService
 
 log = logging.getLogger("credprov.cli")
 
@@ -55,7 +58,7 @@ __all__ = [
 
 
 #: ``--cri`` value -> an open runtime. Raise :class:`KubeletError` for an unusable endpoint.
-RuntimeFactory = Callable[[str], ImageService]
+RuntimeFactory = Callable[[str], "ImageService"]
 
 
 def parse_cri_endpoint(endpoint: str) -> str:
