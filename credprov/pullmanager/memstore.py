@@ -278,7 +278,8 @@ class CachedPullRecordsAccessor:
             with self._mu:
                 # A partial list still beats an empty cache, but never replaces a fuller one.
                 if complete or len(cache) == 0:
-                    cache.replace([(key_of(item), item) for item in items], authoritative)
+                    kept = items[: cache.max_size]  # what replace() keeps
+                    cache.replace([(key_of(item), item) for item in kept], authoritative)
         return items, errors
 
     def _changed(self) -> None:
