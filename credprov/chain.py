@@ -22,17 +22,24 @@ for) with the callbacks that answer them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
 
 from credprov._gofmt import go_quote
 from credprov.errors import CredprovError
 from credprov.images import InvalidImageError, parse_image_name
 from credprov.keyring import DockerKeyring, Keyring, TrackedAuthConfig, make_pull_secret_keyring
 
+# typing costs start-up on every CLI run; the protocols below are for type checkers, and
+# plain classes at run time (mypy reads TYPE_CHECKING as typing's).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from typing import Any, Protocol
+
     from credprov.plugin.provider import ProvideResult
+else:
+    Protocol = object
 
 __all__ = [
     "CredentialChain",
@@ -46,6 +53,7 @@ __all__ = [
     "PluginProviders",
     "PodInfo",
     "PullSecrets",
+    "ServiceAccountAPI",
     "ServiceAccountError",
     "ServiceAccountInfo",
     "SourceAnswer",
@@ -100,6 +108,21 @@ class MissingAnnotationError(ServiceAccountError):
 GetServiceAccount = Callable[[str, str], ServiceAccountInfo]
 #: ``TokenRequest -> token``; raises ServiceAccountError.
 GetServiceAccountToken = Callable[[TokenRequest], str]
+
+
+class ServiceAccountAPI(Protocol):
+    """What KEP-4412 providers need from the API server, as the node reaches it: a service
+    account (``get``) and a token bound to the pod (``TokenRequest``).
+    :class:`credprov.nodeauth.NodeAPI` implements it through the Node authorizer and
+    NodeRestriction."""
+
+    def get_service_account(self, namespace: str, name: str) -> ServiceAccountInfo:
+        """Raises ServiceAccountError."""
+        ...
+
+    def get_service_account_token(self, request: TokenRequest) -> str:
+        """Raises ServiceAccountError."""
+        ...
 
 
 # -- requests and answers ------------------------------------------------------------------------

@@ -309,7 +309,7 @@ def _ensure_pod(
 ) -> dict[str, Any]:
     """Run ``EnsureImageExists`` for every container; the report ``-o json`` prints."""
     from credprov.kubelet.node import ensure_result_to_dict
-    from credprov.plugin.provider import PodInfo
+    from credprov.chain import PodInfo
     from credprov.pullmanager.ensure import Container
 
     events: list[dict[str, str]] = []

@@ -283,7 +283,7 @@ def check_kep4412_rbac(ctx: Context) -> list[Finding]:
     if not ctx.gate(SA_TOKEN_GATE):
         return [_skip("kep4412.rbac", f"{SA_TOKEN_GATE} is off")]
     from credprov.nodeauth import NodeAPI
-    from credprov.plugin.provider import ServiceAccountError
+    from credprov.chain import ServiceAccountError, TokenRequest
 
     store = load_store(ctx)
     node = ctx.node_name
@@ -317,12 +317,14 @@ def check_kep4412_rbac(ctx: Context) -> list[Finding]:
             try:
                 info = api.get_service_account(namespace, sa)
                 token = api.create_token(
-                    namespace,
-                    sa,
-                    info.uid,
-                    audience,
-                    name,
-                    str((pod.get("metadata") or {}).get("uid") or ""),
+                    TokenRequest(
+                        namespace=namespace,
+                        service_account_name=sa,
+                        service_account_uid=info.uid,
+                        audience=audience,
+                        pod_name=name,
+                        pod_uid=str((pod.get("metadata") or {}).get("uid") or ""),
+                    )
                 )
                 ctx.secrets.add(token)
                 checked.append(f"{namespace}/{name} ({sa})")

@@ -60,8 +60,8 @@ class AsPod:
 
     @property
     def info(self) -> Any:
-        """The :class:`credprov.plugin.provider.PodInfo` providers are asked for."""
-        from credprov.plugin.provider import PodInfo
+        """The :class:`credprov.chain.PodInfo` providers are asked for."""
+        from credprov.chain import PodInfo
 
         return PodInfo(
             namespace=self.namespace,
@@ -70,11 +70,11 @@ class AsPod:
             service_account_name=self.service_account_name,
         )
 
-    def provider_callbacks(self) -> dict[str, Any]:
-        """Keyword arguments for ``register_credential_provider_plugins``: the service
-        account and token sources of KEP-4412 providers, through the node's API."""
-        callbacks: dict[str, Any] = self.api.provider_callbacks()
-        return callbacks
+    @property
+    def service_accounts(self) -> Any:
+        """``register_credential_provider_plugins(service_accounts=...)``: where KEP-4412
+        providers get the pod's service account and token, through the node's API."""
+        return self.api
 
     def to_dict(self) -> dict[str, Any]:
         """The pod, the node, the warnings and every authorization made (for ``-o json``);

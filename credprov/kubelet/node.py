@@ -239,7 +239,7 @@ def node_engine(
             bin_dir,
             feature_gates,
             plugin_timeout=plugin_timeout,
-            **(as_pod.provider_callbacks() if as_pod is not None else {}),
+            service_accounts=as_pod.service_accounts if as_pod is not None else None,
         )
     return Engine(providers, node_keyring)
 

@@ -147,7 +147,7 @@ class Simulation:
         return f"records of images the runtime no longer has pruned ({len(refs)} images kept)"
 
     def _pod(self, pod: PodStep) -> dict[str, Any]:
-        from credprov.plugin.provider import PodInfo
+        from credprov.chain import PodInfo
         from credprov.pullmanager.ensure import Container
 
         info = PodInfo(

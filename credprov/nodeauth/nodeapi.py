@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from credprov.chain import ServiceAccountError, ServiceAccountInfo, TokenRequest
 from credprov.errors import CredprovError
 from credprov.nodeauth.tokenmanager import (
     IssuedToken,
@@ -348,23 +349,12 @@ class NodeAPI:
 
     # -- KEP-4412 callbacks for credprov.plugin.provider.PluginProvider ----------------------
 
-    def provider_callbacks(self) -> dict[str, Any]:
-        """``get_service_account`` and ``get_service_account_token`` for
-        :func:`credprov.plugin.registry.register_credential_provider_plugins`: the kubelet's
-        wiring (a live service-account GET, tokens through the token manager)."""
-        return {
-            "get_service_account": self.get_service_account,
-            "get_service_account_token": self.get_service_account_token,
-        }
-
-    def get_service_account(self, namespace: str, name: str) -> Any:
+    def get_service_account(self, namespace: str, name: str) -> ServiceAccountInfo:
         """``GET serviceaccounts/<name>`` → ``ServiceAccountInfo`` (uid, annotations).
 
         Raises:
             ServiceAccountError: refused or not found, with the API server's message.
         """
-        from credprov.plugin.provider import ServiceAccountError, ServiceAccountInfo
-
         try:
             sa = self.get("serviceaccounts", namespace, name)
         except APIError as exc:
@@ -376,17 +366,7 @@ class NodeAPI:
             annotations={str(k): str(v) for k, v in annotations.items()},
         )
 
-    def get_service_account_token(
-        self,
-        namespace: str,
-        service_account: str,
-        service_account_uid: str,
-        audience: str,
-        pod_name: str,
-        pod_uid: str,
-        *,
-        cached: bool = True,
-    ) -> str:
+    def get_service_account_token(self, request: TokenRequest, *, cached: bool = True) -> str:
         """A token for the pod as the kubelet gets one: from its token manager, which sends
         a TokenRequest (:meth:`create_token`) only when it has no fresh token for exactly
         this request. ``cached=False`` skips the token manager: every call is a request.
@@ -395,15 +375,13 @@ class NodeAPI:
             ServiceAccountError: ``failed to fetch token: <the API server's message>``
                 (uncached: the API server's message alone).
         """
-        from credprov.plugin.provider import ServiceAccountError
-
         key = TokenRequestKey(
-            namespace=namespace,
-            service_account=service_account,
-            service_account_uid=service_account_uid,
-            audiences=(audience,),
-            pod_name=pod_name,
-            pod_uid=pod_uid,
+            namespace=request.namespace,
+            service_account=request.service_account_name,
+            service_account_uid=request.service_account_uid,
+            audiences=(request.audience,),
+            pod_name=request.pod_name,
+            pod_uid=request.pod_uid,
         )
         try:
             return self.token_manager.get(key) if cached else self._request_token(key).token
@@ -412,15 +390,7 @@ class NodeAPI:
         except APIError as exc:
             raise ServiceAccountError(exc.message) from None
 
-    def create_token(
-        self,
-        namespace: str,
-        service_account: str,
-        service_account_uid: str,
-        audience: str,
-        pod_name: str,
-        pod_uid: str,
-    ) -> str:
+    def create_token(self, request: TokenRequest) -> str:
         """One ``POST serviceaccounts/<sa>/token`` as the kubelet sends it for a plugin,
         with the arguments of :meth:`get_service_account_token` but no token cache: every
         call is a request.
@@ -429,15 +399,7 @@ class NodeAPI:
             ServiceAccountError: refused by the authorizer, NodeRestriction or the storage
                 checks, with the API server's message.
         """
-        return self.get_service_account_token(
-            namespace,
-            service_account,
-            service_account_uid,
-            audience,
-            pod_name,
-            pod_uid,
-            cached=False,
-        )
+        return self.get_service_account_token(request, cached=False)
 
     def _request_token(self, key: TokenRequestKey) -> IssuedToken:
         """The TokenRequest of ``key`` through authorization, admission and storage.

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from credprov._gofmt import go_quote
@@ -32,8 +31,15 @@ from credprov.cache import (
     generate_service_account_cache_key,
     generate_single_flight_key,
 )
+from credprov.chain import (
+    GetServiceAccount,
+    GetServiceAccountToken,
+    MissingAnnotationError,
+    PodInfo,
+    ServiceAccountError,
+    TokenRequest,
+)
 from credprov.clock import Clock, RealClock
-from credprov.errors import CredprovError
 from credprov.images import parse_registry
 from credprov.keyring import (
     CredentialSource,
@@ -46,38 +52,6 @@ from credprov.plugin.exec import ExecPlugin, PluginError
 from credprov.singleflight import Group
 
 log = logging.getLogger("credprov.plugin")
-
-
-@dataclass(frozen=True)
-class PodInfo:
-    """The pod a lookup is made for (only used by providers with ``tokenAttributes``)."""
-
-    namespace: str = ""
-    name: str = ""
-    uid: str = ""
-    service_account_name: str = ""
-
-
-@dataclass(frozen=True)
-class ServiceAccountInfo:
-    """A service account's UID and annotations, as the API server returns them."""
-
-    uid: str
-    annotations: Mapping[str, str] = field(default_factory=dict)
-
-
-class ServiceAccountError(CredprovError):
-    """The service account or its token could not be obtained."""
-
-
-class MissingAnnotationError(ServiceAccountError):
-    """A required service-account annotation is absent (the plugin is skipped quietly)."""
-
-
-#: ``(namespace, name) -> ServiceAccountInfo``; raises ServiceAccountError.
-GetServiceAccount = Callable[[str, str], ServiceAccountInfo]
-#: ``(namespace, sa_name, sa_uid, audience, pod_name, pod_uid) -> token``.
-GetServiceAccountToken = Callable[[str, str, str, str, str, str], str]
 
 
 @dataclass
@@ -330,12 +304,14 @@ class PluginProvider:
             if key in sa.annotations:
                 annotations[key] = sa.annotations[key]
         token = self.get_service_account_token(
-            pod.namespace,
-            pod.service_account_name,
-            sa.uid,
-            ta.service_account_token_audience,
-            pod.name,
-            pod.uid,
+            TokenRequest(
+                namespace=pod.namespace,
+                service_account_name=pod.service_account_name,
+                service_account_uid=sa.uid,
+                audience=ta.service_account_token_audience,
+                pod_name=pod.name,
+                pod_uid=pod.uid,
+            )
         )
         coords = ServiceAccountCoordinates(
             uid=sa.uid, namespace=pod.namespace, name=pod.service_account_name

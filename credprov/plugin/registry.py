@@ -23,6 +23,7 @@ from typing import Any
 
 from credprov.api import internal
 from credprov.cache import ChangeCounter
+from credprov.chain import GetServiceAccount, GetServiceAccountToken, PodInfo, ServiceAccountAPI
 from credprov.clock import Clock, RealClock
 from credprov.config import (
     SERVICE_ACCOUNT_TOKEN_GATE,
@@ -35,13 +36,7 @@ from credprov.config import (
 from credprov.keyring import DockerKeyring, TrackedAuthConfig
 from credprov.metrics import Metrics
 from credprov.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, ExecPlugin
-from credprov.plugin.provider import (
-    GetServiceAccount,
-    GetServiceAccountToken,
-    PluginProvider,
-    PodInfo,
-    ProvideResult,
-)
+from credprov.plugin.provider import PluginProvider, ProvideResult
 
 
 @dataclass
@@ -171,15 +166,27 @@ def register_credential_provider_plugins(
     metrics: Metrics | None = None,
     clock: Clock | None = None,
     plugin_timeout: int = DEFAULT_PLUGIN_TIMEOUT,
+    service_accounts: ServiceAccountAPI | None = None,
     get_service_account: GetServiceAccount | None = None,
     get_service_account_token: GetServiceAccountToken | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> CredentialProviders:
     """Set up the providers of ``config_path`` as the kubelet does at start-up.
 
+    Args:
+        service_accounts: where KEP-4412 providers (``tokenAttributes``) get a pod's
+            service account and token: the node's view of the API server
+            (:class:`credprov.nodeauth.NodeAPI`). ``get_service_account`` and
+            ``get_service_account_token`` override its two methods one by one.
+
     Raises:
         ConfigError: the kubelet's registration errors, in its order.
     """
+    if service_accounts is not None:
+        get_service_account = get_service_account or service_accounts.get_service_account
+        get_service_account_token = (
+            get_service_account_token or service_accounts.get_service_account_token
+        )
     gates = resolve_feature_gates(feature_gates)
     check_bin_dir(bin_dir)
     config, config_hash = load_config(config_path, gates)

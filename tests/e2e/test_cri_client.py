@@ -391,7 +391,7 @@ def test_ensure_image_with_a_real_runtime(
 ) -> None:
     """KEP-2535 on a real runtime: pod A's pull secret pulls the image; pod B, with no
     secret, finds it present but must pull itself, and the registry refuses it."""
-    from credprov.plugin.provider import PodInfo
+    from credprov.chain import PodInfo
     from credprov.pullmanager import ImagePullManager
     from credprov.pullmanager.ensure import Container, EnsureImage
 

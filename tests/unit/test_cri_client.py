@@ -301,7 +301,7 @@ def test_pull_error_never_echoes_the_password(fake: tuple[FakeCRI, CRIRuntime]) 
 def test_registry_unavailable_reaches_the_image_manager(
     fake: tuple[FakeCRI, CRIRuntime],
 ) -> None:
-    from credprov.plugin.provider import PodInfo
+    from credprov.chain import PodInfo
     from credprov.pullmanager.ensure import ERR_REGISTRY_UNAVAILABLE, Container, EnsureImage
 
     servicer, runtime = fake

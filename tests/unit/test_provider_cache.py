@@ -16,10 +16,11 @@ from credprov.cache import (
     generate_service_account_cache_key,
     generate_single_flight_key,
 )
+from credprov.chain import PodInfo, ServiceAccountInfo, TokenRequest
 from credprov.clock import FakeClock
 from credprov.durations import MINUTE, SECOND
 from credprov.plugin.exec import ExecPlugin, PluginError
-from credprov.plugin.provider import PluginProvider, PodInfo, ServiceAccountInfo
+from credprov.plugin.provider import PluginProvider
 from credprov.singleflight import Group
 from tests.conftest import CANARY, install_fake_plugin
 
@@ -340,13 +341,13 @@ def test_requires_service_account_skips_without_one(clock: FakeClock) -> None:
 
 def test_service_account_token_and_annotations_sent(clock: FakeClock) -> None:
     plugin = ScriptedPlugin([response()])
-    tokens: list[tuple[str, ...]] = []
+    tokens: list[TokenRequest] = []
 
     def get_sa(ns: str, name: str) -> ServiceAccountInfo:
         return ServiceAccountInfo("sa-uid", {"req": "r", "opt": "o", "other": "x"})
 
-    def get_token(*args: str) -> str:
-        tokens.append(args)
+    def get_token(request: TokenRequest) -> str:
+        tokens.append(request)
         return CANARY
 
     p = make_provider(
@@ -363,7 +364,7 @@ def test_service_account_token_and_annotations_sent(clock: FakeClock) -> None:
     assert res.service_account is not None and res.service_account.uid == "sa-uid"
     assert plugin.calls[0].service_account_token == CANARY
     assert plugin.calls[0].service_account_annotations == {"req": "r", "opt": "o"}
-    assert tokens == [("ns", "default", "sa-uid", "aud", "pod", "pod-uid")]
+    assert tokens == [TokenRequest("ns", "default", "sa-uid", "aud", "pod", "pod-uid")]
 
 
 def test_missing_required_annotation_skips(clock: FakeClock) -> None:

@@ -17,10 +17,10 @@ from typing import Any
 
 import yaml
 
+from credprov.chain import PodInfo
 from credprov.engine import Engine
 from credprov.nodeauth.nodeapi import NodeAPI
 from credprov.nodeauth.store import ObjectStore
-from credprov.plugin.provider import PodInfo
 from credprov.plugin.registry import CredentialProviders, register_credential_provider_plugins
 from tests.conftest import install_fake_plugin, provider, write_config
 
@@ -199,7 +199,7 @@ class PluginNode:
             str(self.config(attrs, **(env or {}))),
             str(self.bin_dir),
             gates,
-            **api.provider_callbacks(),
+            service_accounts=api,
         )
 
     def engine(

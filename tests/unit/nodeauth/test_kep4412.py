@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
+from credprov.chain import ServiceAccountError, TokenRequest
 from credprov.config import SERVICE_ACCOUNT_TOKEN_GATE, ConfigError, load_config
 from credprov.engine import Engine
 from credprov.nodeauth.nodeapi import NodeAPI
 from credprov.plugin.exec import ExecPlugin
-from credprov.plugin.provider import PluginProvider, ServiceAccountError
+from credprov.plugin.provider import PluginProvider
 from credprov.plugin.registry import register_credential_provider_plugins
 from credprov.pullmanager.ensure import Container, EnsureImage
 from credprov.pullmanager.fsstore import FSPullRecordsAccessor
@@ -190,7 +191,7 @@ def test_token_request_chain(
 ) -> None:
     api = node_api(node)
     attrs = token_attributes(audience=audience, required=(), optional=())
-    callbacks = api.provider_callbacks()
+    callbacks: dict[str, Any] = {"service_accounts": api}
     if race == "service-account-recreated":
         # Deleted and recreated between the kubelet's GET and its TokenRequest.
         def get_sa(ns: str, name: str) -> Any:
@@ -225,8 +226,8 @@ def test_node_restriction_sees_the_exact_token_request() -> None:
     """A TokenRequest without the pod UID is refused by NodeRestriction, not signed."""
     api = node_api()
     with pytest.raises(ServiceAccountError, match="pod binding without a uid"):
-        api.create_token("team-a", "builder", SA_UIDS["builder"], AUDIENCE, "app", "")
-    token = api.create_token("team-a", "builder", "", AUDIENCE, "app", "uid-app")
+        api.create_token(TokenRequest("team-a", "builder", SA_UIDS["builder"], AUDIENCE, "app", ""))
+    token = api.create_token(TokenRequest("team-a", "builder", "", AUDIENCE, "app", "uid-app"))
     claims = api.issuer.verify(token, AUDIENCE)
     assert claims["kubernetes.io"]["serviceaccount"]["uid"] == SA_UIDS["builder"]
 
@@ -305,7 +306,11 @@ def test_gate_off_provider_runs_without_service_account(plugin_node: PluginNode)
     [entry] = config.providers
     plugin = ExecPlugin("fake", str(plugin_node.bin_dir / "fake"), entry.api_version, env=entry.env)
     provider = PluginProvider(
-        entry, plugin, service_account_token_gate=False, **api.provider_callbacks()
+        entry,
+        plugin,
+        service_account_token_gate=False,
+        get_service_account=api.get_service_account,
+        get_service_account_token=api.get_service_account_token,
     )
     result = provider.provide(REPO, pod_info(api, "app"))
     assert result.error is None and result.credentials
@@ -528,8 +533,10 @@ def test_objects_example_is_the_documented_cluster() -> None:
     api = NodeAPI(store, "node-1")
     info = api.get_service_account("team-a", "builder")
     token = api.get_service_account_token(
-        "team-a", "builder", info.uid, "registry.example.com", "app",
-        "9c8b7a6d-0000-4000-8000-00000000000a",
+        TokenRequest(
+            "team-a", "builder", info.uid, "registry.example.com", "app",
+            "9c8b7a6d-0000-4000-8000-00000000000a",
+        )
     )  # fmt: skip
     assert api.issuer.verify(token, "registry.example.com")["sub"].endswith(":team-a:builder")
     assert cluster()  # the fixture cluster stays buildable

@@ -8,14 +8,13 @@ from typing import Any
 
 import pytest
 
-from credprov.chain import CredentialChain, ImageResolution, PullSecrets, default_chain
+from credprov.chain import CredentialChain, ImageResolution, PodInfo, PullSecrets, default_chain
 from credprov.keyring import (
     CredentialSource,
     DockerKeyring,
     ServiceAccountCoordinates,
     hash_auth_config,
 )
-from credprov.plugin.provider import PodInfo
 from credprov.pullmanager.ensure import (
     Container,
     CredentialLookupError,
