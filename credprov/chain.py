@@ -128,22 +128,40 @@ class ServiceAccountAPI(Protocol):
 # -- requests and answers ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class CredentialRequest:
-    """One image asked for by one pod: ``repo`` is the normalised image name."""
+    """One image asked for by one pod: ``repo`` is the normalised image name.
 
-    image: str
-    repo: str
-    pull_secrets: Sequence[Mapping[str, Any]] = ()
-    pod: PodInfo | None = None
+    (A plain class with slots rather than a dataclass: one is made per lookup, on the
+    engine's cache-hit path.)
+    """
+
+    __slots__ = ("image", "pod", "pull_secrets", "repo")
+
+    def __init__(
+        self,
+        image: str,
+        repo: str,
+        pull_secrets: Sequence[Mapping[str, Any]] = (),
+        pod: PodInfo | None = None,
+    ) -> None:
+        self.image = image
+        self.repo = repo
+        self.pull_secrets = pull_secrets
+        self.pod = pod
 
 
-@dataclass
 class SourceAnswer:
     """What one source contributed: credentials in try order, and per-provider details."""
 
-    credentials: list[TrackedAuthConfig] = field(default_factory=list)
-    providers: list[ProvideResult] = field(default_factory=list)
+    __slots__ = ("credentials", "providers")
+
+    def __init__(
+        self,
+        credentials: list[TrackedAuthConfig] | None = None,
+        providers: list[ProvideResult] | None = None,
+    ) -> None:
+        self.credentials = credentials if credentials is not None else []
+        self.providers = providers if providers is not None else []
 
 
 @dataclass
@@ -183,9 +201,13 @@ class PullSecrets:
 
     def lookup(self, request: CredentialRequest) -> SourceAnswer:
         if not request.pull_secrets:
-            return SourceAnswer()
+            return _NOTHING
         keyring = make_pull_secret_keyring(request.pull_secrets)
         return SourceAnswer(keyring.lookup(request.repo))
+
+
+#: The answer of a source with nothing to add (never mutated: the chain copies).
+_NOTHING = SourceAnswer()
 
 
 class KeyringSource:
@@ -250,10 +272,14 @@ class CredentialChain:
             return resolution
         resolution.repo = repo
         request = CredentialRequest(image, repo, pull_secrets, pod)
+        credentials: list[TrackedAuthConfig] = []
+        providers: list[ProvideResult] = []
         for source in self.sources:
             answer = source.lookup(request)
-            resolution.credentials += answer.credentials
-            resolution.providers += answer.providers
+            credentials += answer.credentials
+            providers += answer.providers
+        resolution.credentials = credentials
+        resolution.providers = providers
         return resolution
 
 

@@ -1,42 +1,27 @@
 """Getting the credentials for an image the way the kubelet does: the library entry point.
 
-Mirrors the kubelet's image path up to the pull: the image is normalised
-(``parsers.ParseImageName``), then the keyring ``MakeDockerKeyring(podPullSecrets,
+:class:`Engine` is the kubelet's credential chain (:mod:`credprov.chain`) for one node: the
+image is normalised (``parsers.ParseImageName``), then ``MakeDockerKeyring(podPullSecrets,
 Union{nodeKeyring, pluginKeyring})`` is asked for it, so pod pull-secret credentials come
 first, then the node's docker config, then the plugins, in the order the puller tries them.
+:func:`resolve_credentials` does it in one call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from credprov._gofmt import go_quote
-from credprov.images import InvalidImageError, parse_image_name
-from credprov.keyring import DockerKeyring, TrackedAuthConfig, make_pull_secret_keyring
-from credprov.plugin.provider import PodInfo, ProvideResult
+from credprov.chain import CredentialChain, ImageResolution, PodInfo, default_chain
+from credprov.keyring import DockerKeyring
 from credprov.plugin.registry import CredentialProviders
 
-
-@dataclass
-class ImageResolution:
-    """The credentials for one image, in the order the kubelet would try them."""
-
-    image: str
-    repo: str | None = None
-    credentials: list[TrackedAuthConfig] = field(default_factory=list)
-    providers: list[ProvideResult] = field(default_factory=list)
-    error: str | None = None
-
-    @property
-    def failed(self) -> bool:
-        """True when the image is invalid or a matching provider failed."""
-        return self.error is not None or any(p.error for p in self.providers)
+__all__ = ["Engine", "ImageResolution", "resolve_credentials"]
 
 
-class Engine:
-    """One node's credential sources: its docker config and its plugin providers.
+class Engine(CredentialChain):
+    """One node's credential chain: the pod's pull secrets, the node's docker config, then
+    the credential provider plugins (:func:`credprov.chain.default_chain`).
 
     Thread-safe: concurrent ``resolve`` calls share the providers' caches and
     singleflight groups, as parallel image pulls do in the kubelet.
@@ -49,37 +34,7 @@ class Engine:
     ) -> None:
         self.providers = providers
         self.node_keyring = node_keyring or DockerKeyring()
-
-    def resolve(
-        self,
-        image: str,
-        pull_secrets: Iterable[Mapping[str, Any]] = (),
-        pod: PodInfo | None = None,
-    ) -> ImageResolution:
-        """Resolve ``image`` for a pod with ``pull_secrets`` (Secret objects as dicts).
-
-        Raises:
-            credprov.keyring.KeyringError: a pull secret whose payload does not parse.
-        """
-        resolution = ImageResolution(image=image)
-        try:
-            repo = parse_image_name(image)
-        except InvalidImageError as exc:
-            # pkg/util/parsers.ParseImageName's wrapping.
-            resolution.error = f"couldn't parse image name {go_quote(image)}: {exc}"
-            return resolution
-        resolution.repo = repo
-        if isinstance(pull_secrets, (tuple, list)) and not pull_secrets:
-            creds = self.node_keyring.lookup(repo)  # no pull secrets: an empty keyring
-        else:
-            creds = make_pull_secret_keyring(pull_secrets).lookup(repo)
-            creds += self.node_keyring.lookup(repo)
-        if self.providers is not None:
-            plugin_creds, results = self.providers.lookup(repo, pod)
-            creds += plugin_creds
-            resolution.providers = results
-        resolution.credentials = creds
-        return resolution
+        super().__init__(default_chain(providers, self.node_keyring).sources)
 
 
 def resolve_credentials(

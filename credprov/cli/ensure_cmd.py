@@ -308,8 +308,8 @@ def _ensure_pod(
     node: Any, pod: Any, secrets: list[dict[str, Any]], missing: list[str], policy: str
 ) -> dict[str, Any]:
     """Run ``EnsureImageExists`` for every container; the report ``-o json`` prints."""
-    from credprov.kubelet.node import ensure_result_to_dict
     from credprov.chain import PodInfo
+    from credprov.kubelet.node import ensure_result_to_dict
     from credprov.pullmanager.ensure import Container
 
     events: list[dict[str, str]] = []

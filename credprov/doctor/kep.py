@@ -282,8 +282,8 @@ def check_kep4412_rbac(ctx: Context) -> list[Finding]:
         return [_skip("kep4412.rbac", "no provider has tokenAttributes")]
     if not ctx.gate(SA_TOKEN_GATE):
         return [_skip("kep4412.rbac", f"{SA_TOKEN_GATE} is off")]
-    from credprov.nodeauth import NodeAPI
     from credprov.chain import ServiceAccountError, TokenRequest
+    from credprov.nodeauth import NodeAPI
 
     store = load_store(ctx)
     node = ctx.node_name
