@@ -59,7 +59,7 @@ class ServiceAccountCoordinates:
 
 
 @dataclass(frozen=True)
-class CredentialSource:
+class CredentialOrigin:
     """Where a credential came from; ``None`` everywhere means node-wide."""
 
     secret: SecretCoordinates | None = None
@@ -73,7 +73,7 @@ class TrackedAuthConfig:
     username: str
     password: str = field(repr=False)
     email: str = ""
-    source: CredentialSource | None = None
+    source: CredentialOrigin | None = None
     credential_hash: str = ""
     provider: str | None = None  # which plugin produced it, for display only
     key: str = ""  # the normalised keyring key it is stored under
@@ -160,7 +160,7 @@ def normalize_key(location: str) -> str | None:
 
 def tracked_auth_configs(
     auths: Mapping[str, Any],
-    source: CredentialSource | None = None,
+    source: CredentialOrigin | None = None,
     provider: str | None = None,
 ) -> list[TrackedAuthConfig]:
     """The credentials ``BasicDockerKeyring.Add`` would store for ``auths``, in order,
@@ -206,7 +206,7 @@ class DockerKeyring:
     def add(
         self,
         auths: Mapping[str, Any],
-        source: CredentialSource | None = None,
+        source: CredentialOrigin | None = None,
         provider: str | None = None,
     ) -> None:
         """Add the entries of a docker config's ``auths`` (key → ``{username, password,
@@ -400,7 +400,7 @@ def make_pull_secret_keyring(secrets: Iterable[Mapping[str, Any]]) -> DockerKeyr
     keyring = DockerKeyring()
     for secret in secrets:
         coords = secret_coordinates(secret)
-        source = CredentialSource(secret=coords)
+        source = CredentialOrigin(secret=coords)
         kind = secret.get("type")
         where = f"secret {coords.namespace}/{coords.name}"
         if kind == DOCKER_CONFIG_JSON_TYPE:

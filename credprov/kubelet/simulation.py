@@ -48,7 +48,7 @@ class Simulation:
     """A node built from a scenario: runtime, registry, manager, image manager."""
 
     def __init__(self, scenario: Scenario, root: str) -> None:
-        from credprov.keyring import CredentialSource, ServiceAccountCoordinates
+        from credprov.keyring import CredentialOrigin, ServiceAccountCoordinates
         from credprov.pullmanager.metrics import PullManagerMetrics
         from credprov.testing import FakeRegistry, FakeRuntime, RegistryGrant
 
@@ -76,7 +76,7 @@ class Simulation:
         sa_keyrings = {}
         for key, sa in scenario.service_accounts.items():
             keyring = DockerKeyring()
-            source = CredentialSource(
+            source = CredentialOrigin(
                 service_account=ServiceAccountCoordinates(sa.uid, sa.namespace, sa.name)
             )
             keyring.add(sa.auths, source=source, provider="service-account-plugin")

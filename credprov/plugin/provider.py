@@ -42,7 +42,7 @@ from credprov.chain import (
 from credprov.clock import Clock, RealClock
 from credprov.images import parse_registry
 from credprov.keyring import (
-    CredentialSource,
+    CredentialOrigin,
     ServiceAccountCoordinates,
     TrackedAuthConfig,
     tracked_auth_configs,
@@ -222,7 +222,7 @@ class PluginProvider:
         result.cache_key_type = key_type
         result.auth = dict(response.auth)
         source = (
-            CredentialSource(service_account=result.service_account)
+            CredentialOrigin(service_account=result.service_account)
             if result.service_account is not None
             else None
         )

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from credprov.keyring import (
-    CredentialSource,
+    CredentialOrigin,
     DockerKeyring,
     KeyringError,
     SecretCoordinates,
@@ -166,7 +166,7 @@ def test_pull_secrets_share_one_keyring_and_carry_coordinates() -> None:
     ]
     creds = make_pull_secret_keyring(secrets).lookup("r.io/team/app")
     assert [c.username for c in creds] == ["two", "one", "three"]
-    assert creds[0].source == CredentialSource(secret=SecretCoordinates("uid-s2", "default", "s2"))
+    assert creds[0].source == CredentialOrigin(secret=SecretCoordinates("uid-s2", "default", "s2"))
     assert [c.source_label for c in creds] == [
         "secret:default/s2",
         "secret:default/s1",

@@ -10,7 +10,7 @@ import pytest
 
 from credprov.chain import CredentialChain, ImageResolution, PodInfo, PullSecrets, default_chain
 from credprov.keyring import (
-    CredentialSource,
+    CredentialOrigin,
     DockerKeyring,
     ServiceAccountCoordinates,
     hash_auth_config,
@@ -294,7 +294,7 @@ def test_service_account_credentials(tmp_path: Path) -> None:
     coords = ServiceAccountCoordinates("sa-uid", "ns-a", "builder")
     sa_keyring.add(
         {"registry.example.com": {"username": "sa-robot", "password": "sa-pw"}},
-        source=CredentialSource(service_account=coords),
+        source=CredentialOrigin(service_account=coords),
         provider="sa-plugin",
     )
     node = Node(tmp_path, default=sa_keyring)
