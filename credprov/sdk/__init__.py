@@ -24,6 +24,7 @@ from credprov.sdk._runtime import (
     Context,
     Option,
     PluginError,
+    ProviderError,
     Response,
     run,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "Context",
     "Option",
     "PluginError",
+    "ProviderError",
     "Request",
     "Response",
     "run",

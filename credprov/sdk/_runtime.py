@@ -7,7 +7,7 @@ handler's module is even imported — else import and call the handler, encode i
 in the request's apiVersion, cache it, and exit 0. Errors print one line on stderr that
 never quotes the token or a password.
 
-Exit codes: 0 answered; 1 bad request or the handler raised :class:`PluginError`;
+Exit codes: 0 answered; 1 bad request or the handler raised :class:`ProviderError`;
 2 bad arguments; 3 unexpected exception (only its type is printed).
 """
 
@@ -34,12 +34,18 @@ EXIT_INTERNAL = 3
 _REDACTED = "<redacted>"
 
 
-class PluginError(Exception):
+class ProviderError(Exception):
     """Raise from a handler to fail the request with this message (exit 1).
 
     Any occurrence of the request's token or of a password the handler produced is
-    redacted before printing, but do not put secrets in messages on purpose.
+    redacted before printing, but do not put secrets in messages on purpose. (The engine
+    side has its own :class:`credprov.plugin.exec.PluginError`, for a plugin that failed
+    as the kubelet sees it; this one is the plugin's own refusal.)
     """
+
+
+#: The SDK's earlier name for :class:`ProviderError`, kept so existing plugins keep working.
+PluginError = ProviderError
 
 
 class UsageError(Exception):
@@ -117,10 +123,10 @@ def _duration_seconds(value: float | str | None) -> tuple[str | None, float | No
         try:
             ns = parse_duration(value)
         except DurationError as exc:
-            raise PluginError(f"handler returned an invalid cacheDuration: {exc}") from None
+            raise ProviderError(f"handler returned an invalid cacheDuration: {exc}") from None
         return format_duration(ns), ns / SECOND
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise PluginError("handler returned a cacheDuration that is not a number or string")
+        raise ProviderError("handler returned a cacheDuration that is not a number or string")
     if hasattr(value, "total_seconds"):  # pragma: no cover - timedelta is not int|float
         value = value.total_seconds()
     return _seconds_to_go(float(value)), float(value)
@@ -139,7 +145,7 @@ def _auth_pairs(auth: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
             user = getattr(value, "username", None)
             password = getattr(value, "password", None)
         if not isinstance(key, str) or not isinstance(user, str) or not isinstance(password, str):
-            raise PluginError("handler returned an auth entry that is not (username, password)")
+            raise ProviderError("handler returned an auth entry that is not (username, password)")
         out[key] = (user, password)
     return out
 
@@ -349,13 +355,15 @@ def run(
         fn = _load_handler(handler)
         result = fn(request, ctx)
         if not isinstance(result, Response):
-            raise PluginError("handler did not return a credprov.sdk.Response")
+            raise ProviderError("handler did not return a credprov.sdk.Response")
         auth_pairs = _auth_pairs(result.auth)
         secrets.extend(p for _, p in auth_pairs.values())
         if result.cache_key_type not in CACHE_KEY_TYPES:
-            raise PluginError(f"handler returned an invalid cacheKeyType {result.cache_key_type!r}")
+            raise ProviderError(
+                f"handler returned an invalid cacheKeyType {result.cache_key_type!r}"
+            )
         wire_duration, seconds = _duration_seconds(result.cache_duration)
-    except PluginError as exc:
+    except ProviderError as exc:
         return fail(EXIT_ERROR, _scrub(str(exc), secrets))
     except KeyboardInterrupt:
         return fail(130, "interrupted")

@@ -28,7 +28,7 @@ import json
 import os
 from typing import Any, NamedTuple
 
-from credprov.sdk import PluginError
+from credprov.sdk import ProviderError
 
 ENVIRONMENT_FILEPATH_ENV = "AZURE_ENVIRONMENT_FILEPATH"
 
@@ -74,7 +74,7 @@ KNOWN_CLOUDS = {
 }
 
 
-class CloudError(PluginError):
+class CloudError(ProviderError):
     """The cloud environment cannot be determined; one line, no secrets."""
 
 

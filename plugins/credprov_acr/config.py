@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
-from credprov.sdk import PluginError
+from credprov.sdk import ProviderError
 
 _MAX_FILE_BYTES = 1024 * 1024
 
@@ -33,7 +33,7 @@ _FIELDS: dict[str, tuple[str, type]] = {
 _BY_FOLDED = {name.casefold(): name for name in _FIELDS}
 
 
-class ConfigError(PluginError):
+class ConfigError(ProviderError):
     """``azure.json`` cannot be used; ``str()`` is one line without any value from the file."""
 
 

@@ -43,7 +43,7 @@ import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from credprov.sdk import PluginError
+from credprov.sdk import ProviderError
 from credprov_acr import _http
 from credprov_acr.config import AzureConfig
 from credprov_acr.identity_bindings import IdentityBindings
@@ -62,7 +62,7 @@ AUTHORITY_HOST_ENV = "AZURE_AUTHORITY_HOST"
 Log = Callable[[int, str], None]
 
 
-class CredentialError(PluginError):
+class CredentialError(ProviderError):
     """No credential can be built or it yields no token; one line, never a secret."""
 
 

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from credprov.sdk import PluginError
+from credprov.sdk import ProviderError
 from credprov_acr import _http
 
 LOGIN_SERVER_URL_ENV = "CREDPROV_ACR_LOGIN_SERVER_URL"
@@ -45,7 +45,7 @@ ACR_DOMAINS = ("azurecr.io", "azurecr.cn", "azurecr.de", "azurecr.us")
 Log = Callable[[int, str], None]
 
 
-class ExchangeError(PluginError):
+class ExchangeError(ProviderError):
     """The registry refused or garbled the exchange; one line, never a token."""
 
 

@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-from credprov.sdk import PluginError
+from credprov.sdk import ProviderError
 from credprov_acr import _http
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 Log = Callable[[int, str], None]
 
 
-class IdentityBindingsError(PluginError):
+class IdentityBindingsError(ProviderError):
     """The identity-bindings exchange failed; one line, never a token."""
 
 

@@ -17,7 +17,7 @@ the token (its ``exp``, less :data:`REFRESH_MARGIN_SECONDS`), an expired token i
 and an answer for a mirror source with a path is keyed per image (a registry-wide key would
 hand the answer to images the mirror does not serve).
 
-Every failure is one :class:`~credprov.sdk.PluginError` line; the client secret, the AAD
+Every failure is one :class:`~credprov.sdk.ProviderError` line; the client secret, the AAD
 token and the refresh token are scrubbed from it whatever produced it.
 """
 
@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from credprov.sdk import Context, PluginError, Request, Response
+from credprov.sdk import Context, ProviderError, Request, Response
 from credprov_acr import _http
 from credprov_acr.cloud import Environment
 from credprov_acr.config import AzureConfig
@@ -135,13 +135,13 @@ class AcrProvider:
         """The response for ``request`` (see the module docstring).
 
         Raises:
-            PluginError: one line, secrets scrubbed.
+            ProviderError: one line, secrets scrubbed.
         """
         self.secrets.add(request.service_account_token)
         try:
             return self._provide(request)
-        except PluginError as exc:
-            raise PluginError(self.secrets.scrub(str(exc))) from None
+        except ProviderError as exc:
+            raise ProviderError(self.secrets.scrub(str(exc))) from None
 
     def _provide(self, request: Request) -> Response:
         from credprov_acr import cloud, config

@@ -10,7 +10,7 @@ therefore works for the kubelet unchanged.
   answer is an empty ``auth`` (cacheable), so the kubelet pulls anonymously or tries its
   other sources, as docker does.
 * Every other failure — the helper is missing, exits non-zero, hangs past ``--timeout``,
-  writes too much or not JSON — raises :class:`PluginError`. Messages never contain the
+  writes too much or not JSON — raises :class:`ProviderError`. Messages never contain the
   helper's stdout (where the secret is) and scrub the secret from anything else quoted.
 * A ``<token>`` username (an identity token) is passed through unchanged, as docker's
   config file stores it; the runtime decides what to do with it.
@@ -29,7 +29,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from credprov.sdk import Context, PluginError, Request, Response
+from credprov.sdk import Context, ProviderError, Request, Response
 
 #: What the helper protocol prints (on stdout, with exit 1) when it has nothing stored.
 NOT_FOUND_TEXT = "credentials not found"
@@ -145,25 +145,25 @@ def find_helper(name: str | None, path: str | None) -> str:
     looked up on ``PATH``.
 
     Raises:
-        PluginError: neither option, both, an unsafe name, or nothing found.
+        ProviderError: neither option, both, an unsafe name, or nothing found.
     """
     if path and name:
-        raise PluginError("give either --helper or --helper-path, not both")
+        raise ProviderError("give either --helper or --helper-path, not both")
     if path:
         if not os.path.isabs(path):
-            raise PluginError(f"--helper-path must be an absolute path, got {path!r}")
+            raise ProviderError(f"--helper-path must be an absolute path, got {path!r}")
         if not os.access(path, os.X_OK) or os.path.isdir(path):
-            raise PluginError(f"credential helper {path} is not an executable file")
+            raise ProviderError(f"credential helper {path} is not an executable file")
         return path
     if not name:
-        raise PluginError("no credential helper configured: pass --helper NAME or --helper-path")
+        raise ProviderError("no credential helper configured: pass --helper NAME or --helper-path")
     # The name becomes part of a file name looked up on PATH: no separators, no options.
     if _HELPER_NAME_RE.fullmatch(name) is None:
-        raise PluginError(f"invalid credential helper name {name!r}")
+        raise ProviderError(f"invalid credential helper name {name!r}")
     program = f"docker-credential-{name}"
     found = shutil.which(program)
     if found is None:
-        raise PluginError(f"credential helper {program} not found in PATH")
+        raise ProviderError(f"credential helper {program} not found in PATH")
     return found
 
 
@@ -176,7 +176,7 @@ def server_urls(request: Request, formats: str) -> list[str]:
     ``{registry}`` and ``{image}``.
 
     Raises:
-        PluginError: an unknown placeholder in a template.
+        ProviderError: an unknown placeholder in a template.
     """
     registry = request.registry
     if formats.strip() in ("", "auto"):
@@ -191,7 +191,7 @@ def server_urls(request: Request, formats: str) -> list[str]:
         try:
             url = template.format(registry=registry, image=request.image)
         except (AttributeError, KeyError, IndexError, ValueError):
-            raise PluginError(
+            raise ProviderError(
                 f"invalid --server-url-format {template!r}: use {{registry}} and {{image}}"
             ) from None
         if url not in urls:
@@ -230,19 +230,19 @@ def parse_helper_output(stdout: bytes) -> tuple[str, str]:
     """``(Username, Secret)`` of a helper's ``get`` answer.
 
     Raises:
-        PluginError: not a JSON object with string ``Username`` and ``Secret``. The message
+        ProviderError: not a JSON object with string ``Username`` and ``Secret``. The message
             never quotes the output.
     """
     try:
         doc = json.loads(stdout.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        raise PluginError("credential helper output is not valid JSON") from None
+        raise ProviderError("credential helper output is not valid JSON") from None
     if not isinstance(doc, dict):
-        raise PluginError("credential helper output is not a JSON object")
+        raise ProviderError("credential helper output is not a JSON object")
     username = doc.get("Username", "")
     secret = doc.get("Secret", "")
     if not isinstance(username, str) or not isinstance(secret, str):
-        raise PluginError("credential helper output has a non-string Username or Secret")
+        raise ProviderError("credential helper output has a non-string Username or Secret")
     return username, secret
 
 
@@ -252,24 +252,24 @@ def _parse_timeout(value: object) -> float:
     try:
         ns = parse_duration(str(value))
     except DurationError as exc:
-        raise PluginError(f"invalid --timeout: {exc}") from None
+        raise ProviderError(f"invalid --timeout: {exc}") from None
     if ns <= 0:
-        raise PluginError("--timeout must be positive")
+        raise ProviderError("--timeout must be positive")
     return ns / SECOND
 
 
 def _check_options(ctx: Context) -> tuple[str, str]:
     key_type = str(ctx.options.get("cache-key-type") or "Registry")
     if key_type not in _CACHE_KEY_TYPES:
-        raise PluginError(f"invalid --cache-key-type {key_type!r}: use Image, Registry or Global")
+        raise ProviderError(f"invalid --cache-key-type {key_type!r}: use Image, Registry or Global")
     duration = str(ctx.options.get("cache-duration") or "0s")
     from credprov.durations import DurationError, parse_duration
 
     try:
         if parse_duration(duration) < 0:
-            raise PluginError("--cache-duration must not be negative")
+            raise ProviderError("--cache-duration must not be negative")
     except DurationError as exc:
-        raise PluginError(f"invalid --cache-duration: {exc}") from None
+        raise ProviderError(f"invalid --cache-duration: {exc}") from None
     return key_type, duration
 
 
@@ -288,12 +288,12 @@ def provide(request: Request, ctx: Context) -> Response:
         try:
             output = run_helper([helper, "get"], url.encode("utf-8"), timeout)
         except HelperFailure as exc:
-            raise PluginError(f"credential helper {name} {exc}") from None
+            raise ProviderError(f"credential helper {name} {exc}") from None
         if output.returncode != 0:
             if _is_not_found(output):
                 ctx.log(2, f"{name} has no credentials for {url}")
                 continue
-            raise PluginError(
+            raise ProviderError(
                 f"credential helper {name} exited with status {output.returncode} for {url}"
                 + _stderr_quote(output.stderr, _secrets_in(output.stdout))
             )

@@ -18,7 +18,7 @@ Behaviour of upstream's plugin (kubernetes/cloud-provider-aws ``cmd/ecr-credenti
 Beyond upstream: ``-fips`` and dual-stack hosts use the matching API endpoints, botocore's
 standard retries are kept within a time budget (:mod:`credprov_ecr._retry`), and the answer
 stays in the plugin's own cache for ``cacheDuration`` (see ``main.py``). Failures raise
-:class:`~credprov.sdk.PluginError` with one line that never quotes a response body, the
+:class:`~credprov.sdk.ProviderError` with one line that never quotes a response body, the
 service-account token or any credential.
 """
 
@@ -34,7 +34,7 @@ from datetime import datetime
 from typing import Any
 
 from credprov.clock import Clock
-from credprov.sdk import Context, PluginError, Request, Response
+from credprov.sdk import Context, ProviderError, Request, Response
 from credprov_ecr import _aws
 from credprov_ecr._retry import CallRetries, RetryPolicy
 from credprov_ecr.registry import (
@@ -74,21 +74,21 @@ def decode_authorization_token(token: str | None) -> tuple[str, str]:
     """``base64("user:password")`` → (user, password), split at the first colon.
 
     Raises:
-        PluginError: upstream's texts for a missing token or one without a colon; the token
+        ProviderError: upstream's texts for a missing token or one without a colon; the token
             itself is never quoted.
     """
     if token is None:
-        raise PluginError("authorization token in response was nil")
+        raise ProviderError("authorization token in response was nil")
     if not isinstance(token, str):
-        raise PluginError("malformed response: the authorization token is not a string")
+        raise ProviderError("malformed response: the authorization token is not a string")
     try:
         # Go's base64.StdEncoding: padding required, CR and LF ignored.
         raw = base64.b64decode(token.replace("\r", "").replace("\n", ""), validate=True)
     except (binascii.Error, ValueError):
-        raise PluginError("error decoding authorization token: illegal base64 data") from None
+        raise ProviderError("error decoding authorization token: illegal base64 data") from None
     username, colon, password = raw.decode("utf-8", "replace").partition(":")
     if not colon:
-        raise PluginError("error parsing username and password from authorization token")
+        raise ProviderError("error parsing username and password from authorization token")
     return username, password
 
 
@@ -146,16 +146,16 @@ class EcrCredentialProvider:
         """The plugin's answer for ``image``.
 
         Raises:
-            PluginError: one line, secrets removed.
+            ProviderError: one line, secrets removed.
         """
         if not image:
-            raise PluginError("image in plugin request was empty")
+            raise ProviderError("image in plugin request was empty")
         if service_account_token:
             self._secrets.append(service_account_token)
         try:
             host = parse_host_from_image_reference(image)
         except ImageReferenceError as exc:
-            raise PluginError(str(exc)) from None
+            raise ProviderError(str(exc)) from None
         registry = parse_registry(host)
         # Resolve the region before any call: a host that is not an ECR name needs a default.
         region = ECR_PUBLIC_REGION if registry.public else self._private_region(registry)
@@ -232,7 +232,7 @@ class EcrCredentialProvider:
             out = client.get_authorization_token()
             data = out.get("authorizationData") if isinstance(out, dict) else None
             if data is None:
-                raise PluginError("authorization data was empty")
+                raise ProviderError("authorization data was empty")
             return _authorization_data(data)
 
         return self._call("GetAuthorizationToken", "ECR Public", ECR_PUBLIC_REGION, call)
@@ -247,7 +247,7 @@ class EcrCredentialProvider:
         )
         region = self._default_region()
         if not region:
-            raise PluginError(
+            raise ProviderError(
                 f"{registry.host} is not an ECR registry host and no default AWS region is "
                 "configured (set AWS_REGION or AWS_DEFAULT_REGION, or a profile's region)"
             )
@@ -268,7 +268,7 @@ class EcrCredentialProvider:
             out = client.get_authorization_token()
             data = out.get("authorizationData") if isinstance(out, dict) else None
             if not data:
-                raise PluginError("authorization data was empty")
+                raise ProviderError("authorization data was empty")
             if not isinstance(data, list):
                 raise _aws.MalformedResponse("authorizationData is not a list")
             return _authorization_data(data[0])
@@ -279,7 +279,7 @@ class EcrCredentialProvider:
         try:
             return self.clients.default_region()
         except Exception as exc:  # e.g. ProfileNotFound for a bad AWS_PROFILE
-            raise PluginError(self._scrub(f"AWS configuration: {_aws.describe(exc)}")) from None
+            raise ProviderError(self._scrub(f"AWS configuration: {_aws.describe(exc)}")) from None
 
     def _call(
         self,
@@ -301,14 +301,14 @@ class EcrCredentialProvider:
         )
         try:
             return fn(retries)
-        except PluginError as exc:
-            raise PluginError(self._scrub(_join(prefix, str(exc)))) from None
+        except ProviderError as exc:
+            raise ProviderError(self._scrub(_join(prefix, str(exc)))) from None
         except Exception as exc:
             self._log(4, f"{where}: {_where_raised(exc)}")
             detail = f"{where}: {_aws.describe(exc)}"
             if retries.attempts > 1:
                 detail += f" (gave up after {retries.attempts} attempts)"
-            raise PluginError(self._scrub(_join(prefix, detail))) from None
+            raise ProviderError(self._scrub(_join(prefix, detail))) from None
 
     def _scrub(self, message: str) -> str:
         for secret in self._secrets:

@@ -33,7 +33,7 @@ from credprov.keyring import (
     _secret_bytes,
     normalize_key,
 )
-from credprov.sdk import PluginError
+from credprov.sdk import ProviderError
 
 API_VERSION = "credprov.io/v1alpha1"
 KIND = "StaticCredentials"
@@ -61,7 +61,7 @@ _SECRET_FIELDS = frozenset(
 )
 
 
-class ConfigError(PluginError):
+class ConfigError(ProviderError):
     """The credentials file cannot be used; ``str()`` is one line without secrets."""
 
 

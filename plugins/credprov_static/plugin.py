@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from credprov.images import InvalidImageError, is_default_registry_match, parse_image_name
 from credprov.matching import urls_match_str
-from credprov.sdk import Context, PluginError, Request, Response
+from credprov.sdk import Context, ProviderError, Request, Response
 from credprov_static.config import (
     MIRROR_FIRST,
     MIRROR_ONLY,
@@ -47,7 +47,7 @@ def provide(request: Request, ctx: Context) -> Response:
         # anyway so that the image-specific keys below always match what it looks up.
         image = parse_image_name(request.image)
     except InvalidImageError as exc:
-        raise PluginError(f"invalid image {request.image!r}: {exc}") from None
+        raise ProviderError(f"invalid image {request.image!r}: {exc}") from None
     if cfg.mirror is not None and is_mirrored(cfg.mirror, image):
         return _mirrored(cfg, cfg.mirror, image, ctx)
     key_type = _cache_key_type(cfg, image)

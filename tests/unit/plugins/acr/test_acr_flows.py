@@ -20,7 +20,7 @@ from credprov_acr.main import HANDLER, NAME, OPTIONS, normalize_argv
 from credprov_acr.plugin import AcrProvider, Options
 
 from credprov.keyring import DockerKeyring
-from credprov.sdk import EXIT_ERROR, EXIT_OK, PluginError, Request, run
+from credprov.sdk import EXIT_ERROR, EXIT_OK, ProviderError, Request, run
 from tests.conftest import CANARY
 from tests.unit.plugins.acr import fakes
 from tests.unit.plugins.acr.fakes import ACR_SERVICE, DEFAULT_TENANT, FakeAzure, jwt_claims
@@ -677,10 +677,10 @@ def test_secrets_are_scrubbed_from_any_message(azure_json: Callable[..., Path]) 
         from credprov_acr import config as cfg
 
         prov.secrets.add(cfg.load(str(config)).aad_client_secret)
-        raise PluginError(f"oops {SECRET} and {request.service_account_token}")
+        raise ProviderError(f"oops {SECRET} and {request.service_account_token}")
 
     prov._provide = boom  # type: ignore[method-assign]
-    with pytest.raises(PluginError) as err:
+    with pytest.raises(ProviderError) as err:
         prov.provide(Request("myacr.azurecr.io/app", service_account_token=sa_token()))
     assert CANARY not in str(err.value)
     assert str(err.value) == "oops <redacted> and <redacted>"

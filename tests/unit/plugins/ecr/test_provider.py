@@ -25,7 +25,7 @@ from credprov_ecr.plugin import (
 )
 
 from credprov.clock import FakeClock
-from credprov.sdk import PluginError, run
+from credprov.sdk import ProviderError, run
 from tests.conftest import CANARY
 from tests.unit.plugins.ecr.conftest import (
     ACCOUNT,
@@ -56,7 +56,7 @@ def auth(resp: Any) -> dict[str, tuple[str, str]]:
 
 
 def error_of(make: Make, image: str = IMAGE, **kwargs: Any) -> str:
-    with pytest.raises(PluginError) as info:
+    with pytest.raises(ProviderError) as info:
         make().get_credentials(image, **kwargs)
     message = str(info.value)
     assert "\n" not in message
@@ -253,7 +253,7 @@ def test_token_split(token: str, want: tuple[str, str]) -> None:
     ],
 )
 def test_token_errors(token: str | None, error: str) -> None:
-    with pytest.raises(PluginError) as info:
+    with pytest.raises(ProviderError) as info:
         decode_authorization_token(token)
     assert str(info.value) == error
 
