@@ -1,4 +1,5 @@
-"""Reading the files credprov is given: bounded, non-blocking, regular files only.
+"""Reading the files credprov is given (bounded, non-blocking, regular files only) and
+writing files atomically (:func:`write_atomic`, the one helper outside the stdlib-only SDK).
 
 Every file credprov reads (configs and config-dir entries, pull secrets, docker configs,
 object and pod files, scenarios, token files, keep files, install targets) goes through
@@ -20,6 +21,7 @@ Both errors are :class:`OSError` subclasses with a ``strerror``, so callers that
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -122,3 +124,84 @@ def read_text(path: str, limit: int = MAX_FILE_BYTES, *, follow_symlinks: bool =
         UnicodeDecodeError: not UTF-8. And what :func:`read_bounded` raises.
     """
     return read_bounded(path, limit, follow_symlinks=follow_symlinks).decode("utf-8")
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+#: Filesystems that cannot fsync a directory say so with these; the rename already happened.
+_DIR_FSYNC_UNSUPPORTED = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EBADF})
+
+
+class AtomicWriteError(CredprovError, OSError):
+    """A write that did not happen (or, ``stage == "sync"``, may not survive a crash).
+
+    ``stage`` is ``"create"`` (the temp file), ``"write"`` (data, fsync or rename) or
+    ``"sync"`` (the directory fsync after the rename); the ``OSError`` is ``__cause__``.
+    """
+
+    def __init__(self, stage: str, path: str, cause: OSError) -> None:
+        OSError.__init__(self, cause.errno, cause.strerror or str(cause), path)
+        self.stage = stage
+
+
+def sync_dir(directory: str) -> None:
+    """fsync ``directory`` so a rename or unlink in it is durable.
+
+    Raises:
+        OSError: it cannot be opened or synced (not for filesystems that cannot sync a
+            directory at all).
+    """
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in _DIR_FSYNC_UNSUPPORTED:
+            raise
+    finally:
+        os.close(fd)
+
+
+def write_atomic(
+    path: str, data: bytes, *, mode: int = 0o644, tmp_suffix: str = ".tmp", durable: bool = True
+) -> None:
+    """Replace ``path`` with ``data`` all at once: a reader sees the old file or the new one.
+
+    The data goes to a unique temp file next to ``path`` (``<path>.<pid>.<random><suffix>``,
+    ``O_EXCL|O_NOFOLLOW``, so two writers never share one and a planted symlink is not
+    followed), is fsynced, then renamed over ``path`` (which replaces a symlink there, never
+    its target); with ``durable`` the directory is fsynced too. A failed write leaves no
+    temp file behind. (The plugin SDK keeps its own copy: it imports only the stdlib.)
+
+    Raises:
+        AtomicWriteError: see its ``stage``.
+    """
+    import secrets
+
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = f"{path}.{os.getpid()}.{secrets.token_hex(8)}{tmp_suffix}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(tmp, flags, mode)
+    except OSError as exc:
+        raise AtomicWriteError("create", tmp, exc) from exc
+    try:
+        try:
+            os.fchmod(fd, mode)  # whatever the umask
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            # Data must be on disk before the rename makes it visible under the real name;
+            # otherwise a power loss can leave an empty or torn file.
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise AtomicWriteError("write", path, exc) from exc
+    if durable:
+        try:
+            sync_dir(directory)
+        except OSError as exc:
+            raise AtomicWriteError("sync", path, exc) from exc

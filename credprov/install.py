@@ -9,17 +9,15 @@ is left alone unless ``force``.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import os
 import site
 import sys
 import sysconfig
-import tempfile
 from dataclasses import dataclass
 
 from credprov.errors import CredprovError
-from credprov.fileio import read_bounded
+from credprov.fileio import read_bounded, write_atomic
 from credprov.sdk._launch import MARKER
 
 ENTRY_POINT_GROUP = "credprov.plugins"
@@ -146,17 +144,9 @@ def install(
                 results.append(InstallResult(name, path, "unchanged"))
                 continue
             status = "updated"
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=bin_dir)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, 0o755)
-            os.replace(tmp, path)
+            write_atomic(path, text.encode("utf-8"), mode=0o755)
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
             raise InstallError(f"cannot write {path}: {exc.strerror}") from None
         results.append(InstallResult(name, path, status))
     return results

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
@@ -27,22 +25,11 @@ def secret(value: str, show: bool) -> str:
 
 
 def write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file and rename (never half a file).
+    """``credprov.fileio.write_atomic`` for files the user names (``--metrics-out``).
 
     Raises:
         OSError: the directory is not writable and so on.
     """
-    import tempfile  # only when writing a file: it costs every command's start-up
+    from credprov.fileio import write_atomic as write
 
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".credprov-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write(path, data)

@@ -49,12 +49,12 @@ import contextlib
 import errno
 import fcntl
 import os
-import secrets
 import stat
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
+from credprov.fileio import AtomicWriteError, sync_dir, write_atomic
 from credprov.pullmanager.interfaces import StoreReadError, StoreWriteError
 from credprov.pullmanager.locks import MAX_LOCK_STRIPES, key_hash
 from credprov.pullmanager.types import (
@@ -486,31 +486,17 @@ class FSPullRecordsAccessor:
             _mkdir_all(directory)
         except OSError as exc:
             raise StoreWriteError(f"{directory}: cannot create directory: {_reason(exc)}") from exc
-        tmp = f"{target}.{os.getpid()}.{secrets.token_hex(8)}{TMP_SUFFIX}"
         try:
-            fd = os.open(tmp, _TMP_FLAGS, 0o600)
-        except OSError as exc:
-            raise StoreWriteError(f"{tmp}: cannot create: {_reason(exc)}") from exc
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    written = os.write(fd, view)
-                    view = view[written:]
-                # Data must be on disk before the rename makes it visible under the real
-                # name; otherwise a power loss can leave an empty or torn record.
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, target)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise StoreWriteError(f"{target}: cannot write: {_reason(exc)}") from exc
-        try:
-            self._sync_dir(directory, target)
-        finally:
+            write_atomic(target, data, mode=0o600, tmp_suffix=TMP_SUFFIX)
+        except AtomicWriteError as exc:
+            cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
+            if exc.stage == "create":
+                raise StoreWriteError(f"{exc.filename}: cannot create: {_reason(cause)}") from cause
+            if exc.stage == "write":
+                raise StoreWriteError(f"{target}: cannot write: {_reason(cause)}") from cause
             self._changed()  # the new content is visible even when the sync failed
+            raise StoreWriteError(f"{target}: cannot sync directory: {_reason(cause)}") from cause
+        self._changed()
 
     def _delete(self, directory: str, name: str) -> None:
         path = os.path.join(directory, name)
@@ -527,18 +513,11 @@ class FSPullRecordsAccessor:
 
     @staticmethod
     def _sync_dir(directory: str, target: str) -> None:
-        """Make the rename/unlink durable (the directory entry is what changed)."""
+        """Make the unlink durable (the directory entry is what changed)."""
         try:
-            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            sync_dir(directory)
         except OSError as exc:
             raise StoreWriteError(f"{target}: cannot sync directory: {_reason(exc)}") from exc
-        try:
-            os.fsync(fd)
-        except OSError as exc:
-            if exc.errno not in _DIR_FSYNC_UNSUPPORTED:
-                raise StoreWriteError(f"{target}: cannot sync directory: {_reason(exc)}") from exc
-        finally:
-            os.close(fd)
 
     def _changed(self) -> None:
         self._scanned = {}

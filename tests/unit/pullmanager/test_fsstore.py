@@ -6,6 +6,7 @@ import datetime as dt
 import errno
 import os
 import random
+import secrets
 import signal
 import stat
 import subprocess
@@ -18,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from credprov.pullmanager import fsstore
 from credprov.pullmanager.fsstore import LOCK_STRIPES, MAX_FILE_SIZE, FSPullRecordsAccessor
 from credprov.pullmanager.interfaces import PullRecordsAccessor, StoreReadError, StoreWriteError
 from credprov.pullmanager.locks import fnv32
@@ -620,7 +620,7 @@ def test_write_does_not_follow_a_planted_temp_symlink(
     victim.write_text("keep")
     tmp = f"{_pulling(tmp_path) / cache_filename('img')}.{os.getpid()}.{'00' * 8}.tmp"
     os.symlink(victim, tmp)
-    monkeypatch.setattr(fsstore.secrets, "token_hex", lambda n: "00" * n)
+    monkeypatch.setattr(secrets, "token_hex", lambda n: "00" * n)
     with pytest.raises(StoreWriteError, match="File exists"):
         store.write_image_pull_intent("img")
     assert victim.read_text() == "keep"
