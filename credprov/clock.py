@@ -1,39 +1,72 @@
-"""Clocks, injected wherever time matters so tests never sleep.
+"""The one clock type, injected wherever time matters so tests never sleep.
 
-Mirrors the kubelet's use of ``k8s.io/utils/clock``: the engine asks ``now()`` and never
-reads the system time itself. Times are ``int`` nanoseconds from an arbitrary origin.
+Mirrors the kubelet's use of ``k8s.io/utils/clock``: nothing reads the system time itself.
+A :class:`Clock` answers two questions:
+
+* :meth:`Clock.now`: monotonic nanoseconds from an arbitrary origin, for durations and
+  expiry (the plugin response cache, singleflight): they must not jump with the wall clock;
+* :meth:`Clock.time`: wall-clock Unix seconds, for what is stamped or compared with other
+  machines (pull records' ``lastUpdatedTime``, service-account tokens' ``iat``/``exp``).
+
+:func:`utc_now` turns the second into the aware UTC datetime the pull records use.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
-from typing import Protocol
+
+# mypy reads this name as typing's; typing itself costs start-up on the CLI's hot path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
+else:
+    Protocol = object
+
+__all__ = ["Clock", "FakeClock", "RealClock", "utc_now"]
 
 
 class Clock(Protocol):
     def now(self) -> int:
-        """Current time in nanoseconds."""
+        """Monotonic time in nanoseconds."""
+        ...
+
+    def time(self) -> float:
+        """Wall-clock time in Unix seconds."""
         ...
 
 
 class RealClock:
-    """Monotonic time: cache expiry must not jump with the wall clock."""
+    """The system's clocks: monotonic for ``now``, the wall clock for ``time``."""
 
     def now(self) -> int:
         return time.monotonic_ns()
 
+    def time(self) -> float:
+        return time.time()
+
 
 class FakeClock:
-    """A clock that moves only when told to (``step``/``set``)."""
+    """A clock that moves only when told to (``step``/``set``); both readings move together.
 
-    def __init__(self, start: int = 0) -> None:
+    Args:
+        start: the first :meth:`now` (nanoseconds).
+        wall: the :meth:`time` at ``start`` (Unix seconds).
+    """
+
+    def __init__(self, start: int = 0, wall: float = 1_700_000_000.0) -> None:
         self._now = start
+        self._wall_offset = wall - start / 1e9
         self._lock = threading.Lock()
 
     def now(self) -> int:
         with self._lock:
             return self._now
+
+    def time(self) -> float:
+        with self._lock:
+            return self._wall_offset + self._now / 1e9
 
     def step(self, ns: int) -> None:
         with self._lock:
@@ -42,3 +75,8 @@ class FakeClock:
     def set(self, ns: int) -> None:
         with self._lock:
             self._now = ns
+
+
+def utc_now(clock: Clock) -> dt.datetime:
+    """``clock.time()`` as an aware UTC datetime."""
+    return dt.datetime.fromtimestamp(clock.time(), dt.UTC)

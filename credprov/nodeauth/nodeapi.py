@@ -33,13 +33,13 @@ import json
 import logging
 import os
 import threading
-import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from credprov.chain import ServiceAccountError, ServiceAccountInfo, TokenRequest
+from credprov.clock import Clock, RealClock
 from credprov.errors import CredprovError
 from credprov.nodeauth.tokenmanager import (
     IssuedToken,
@@ -88,18 +88,23 @@ class TokenIssuer:
         self,
         key: bytes | None = None,
         issuer: str = DEFAULT_ISSUER,
-        clock: Callable[[], float] = time.time,
+        clock: Clock | None = None,
     ) -> None:
         self._key = key if key is not None else os.urandom(32)
         self.issuer = issuer
-        self._clock = clock
+        self._clock = clock or RealClock()
         self._lock = threading.Lock()
         #: Tokens signed so far.
         self.issued = 0
 
+    @property
+    def clock(self) -> Clock:
+        """The issuer's clock: its ``time()`` is what ``iat``/``exp`` are stamped with."""
+        return self._clock
+
     def now(self) -> float:
-        """The issuer's time (Unix seconds): what ``iat``/``exp`` are stamped with."""
-        return self._clock()
+        """The issuer's time (Unix seconds)."""
+        return self._clock.time()
 
     def issue_token(
         self,
@@ -114,7 +119,7 @@ class TokenIssuer:
     ) -> IssuedToken:
         """A signed token, with the expiry a TokenRequest's status reports; ``pod`` and
         ``node`` are ``(name, uid)`` bindings."""
-        now = int(self._clock())
+        now = int(self._clock.time())
         k8s: dict[str, Any] = {
             "namespace": namespace,
             "serviceaccount": {"name": service_account, "uid": service_account_uid},
@@ -161,7 +166,7 @@ class TokenIssuer:
         if not hmac.compare_digest(expected, signature):
             raise ValueError("bad signature")
         claims: dict[str, Any] = json.loads(_unb64(payload))
-        now = self._clock()
+        now = self._clock.time()
         if not claims.get("nbf", 0) <= now < claims.get("exp", 0):
             raise ValueError("token expired or not yet valid")
         if audience is not None and audience not in claims.get("aud", []):
@@ -237,7 +242,7 @@ class NodeAPI:
         )
         self.issuer = issuer or TokenIssuer()
         #: The kubelet's token cache in front of :meth:`create_token`.
-        self.token_manager = TokenManager(self._request_token, self.issuer.now)
+        self.token_manager = TokenManager(self._request_token, self.issuer.clock)
         self._audit_lock = threading.Lock()
         #: Every authorization decision made, in order: (attributes, decision).
         self.audit_log: list[tuple[Attributes, Decision]] = []

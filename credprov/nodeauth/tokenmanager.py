@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from credprov.clock import Clock, RealClock
 from credprov.errors import CredprovError
 from credprov.singleflight import Group
 
@@ -102,7 +102,7 @@ class TokenManager:
     Args:
         request: sends one TokenRequest; returns the token or raises (its ``str`` must not
             quote a token).
-        clock: Unix seconds (the clock the issuer stamps tokens with).
+        clock: the issuer's :class:`credprov.clock.Clock` (its ``time()`` stamps tokens).
 
     Thread-safe.
     """
@@ -110,10 +110,10 @@ class TokenManager:
     def __init__(
         self,
         request: Callable[[TokenRequestKey], IssuedToken],
-        clock: Callable[[], float] = time.time,
+        clock: Clock | None = None,
     ) -> None:
         self._request = request
-        self._clock = clock
+        self._clock = clock or RealClock()
         self._lock = threading.Lock()
         self._cache: dict[TokenRequestKey, IssuedToken] = {}
         self._flights: Group[IssuedToken] = Group()
@@ -153,10 +153,10 @@ class TokenManager:
         return issued
 
     def _expired(self, token: IssuedToken) -> bool:
-        return self._clock() >= token.expires_at
+        return self._clock.time() >= token.expires_at
 
     def _requires_refresh(self, token: IssuedToken) -> bool:
-        now = self._clock()
+        now = self._clock.time()
         if now > token.issued_at + MAX_TTL_SECONDS:
             return True
         margin = token.expiration_seconds * REFRESH_REMAINING_PERCENT // 100

@@ -43,6 +43,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from credprov.clock import Clock, RealClock, utc_now
 from credprov.pullmanager.interfaces import (
     ImageService,
     PullRecordsAccessor,
@@ -203,10 +204,6 @@ def _record(
 # -- the manager --------------------------------------------------------------------------------
 
 
-def _utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
 class ImagePullManager:
     """Tracks kubelet pulls and decides whether a pod must re-authenticate for a present image.
 
@@ -216,7 +213,7 @@ class ImagePullManager:
             with ``require_credential_verification(image, image_pulled_by_kubelet)``.
         allowlist: ``preloadedImagesVerificationAllowlist`` (used with a policy name only).
         runtime: the CRI image service; when given, :meth:`initialize` runs now.
-        clock: returns the current time as an aware UTC datetime.
+        clock: a :class:`credprov.clock.Clock` (its wall-clock ``time()`` stamps records).
         accessor: where records live; default the file store under ``root`` behind the
             in-memory LRU layer.
         metrics: where results and gauges go; default ``PullManagerMetrics`` when available.
@@ -238,7 +235,7 @@ class ImagePullManager:
         policy: str | VerificationPolicy,
         allowlist: Iterable[str] = (),
         runtime: ImageService | None = None,
-        clock: Callable[[], dt.datetime] | None = None,
+        clock: Clock | None = None,
         *,
         accessor: PullRecordsAccessor | None = None,
         metrics: PullManagerMetricsSink | None = None,
@@ -250,7 +247,7 @@ class ImagePullManager:
         track_preloaded: bool = False,
     ) -> None:
         self._root = os.fspath(root)
-        self._clock = clock or _utcnow
+        self._clock = clock or RealClock()
         self._record_max_age = record_max_age
         self._metrics = metrics if metrics is not None else _default_metrics()
         self._policy, self._trim = _resolve_policy(policy, tuple(allowlist))
@@ -337,7 +334,7 @@ class ImagePullManager:
     def _now(self) -> dt.datetime:
         # Records hold whole seconds on disk; stamping whole seconds keeps the in-memory layer
         # and the file identical, so prune's "before until" agrees across restarts.
-        return self._clock().astimezone(dt.UTC).replace(microsecond=0)
+        return utc_now(self._clock).replace(microsecond=0)
 
     def _flock(self, kind: str, key: str) -> contextlib.AbstractContextManager[Any]:
         if self._locker is None:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from credprov.clock import Clock
+from credprov.clock import Clock, RealClock
 from credprov.sdk import Context, ProviderError, Request, Response
 from credprov_ecr import _aws
 from credprov_ecr._retry import CallRetries, RetryPolicy
@@ -53,13 +53,6 @@ ROLE_ENV = "AWS_ECR_ROLE_ARN"
 ROLE_SESSION_NAME = "ecr-credential-provider"
 
 Log = Callable[[int, str], None]
-
-
-class WallClock:
-    """``time.time_ns()``: token expiry is wall-clock time (``credprov.clock.Clock``)."""
-
-    def now(self) -> int:
-        return time.time_ns()
 
 
 @dataclass(frozen=True)
@@ -108,7 +101,7 @@ class EcrCredentialProvider:
     Args:
         env: the environment (role ARN, region, ``AWS_MAX_ATTEMPTS``); default ``os.environ``.
         clients: the AWS client factory (tests hook its clients).
-        clock: wall-clock nanoseconds, for ``cacheDuration``.
+        clock: its wall-clock ``time()`` is what ``cacheDuration`` is computed against.
         sleep, monotonic: the retries' waiting and time budget (botocore's standard mode
             decides what to retry and how long to wait; see :mod:`credprov_ecr._retry`).
         log: ``log(level, message)``, shown at ``-v level``; never given a secret.
@@ -125,7 +118,7 @@ class EcrCredentialProvider:
     ) -> None:
         self.env: Mapping[str, str] = os.environ if env is None else env
         self.clients = clients if clients is not None else _aws.Clients(self.env)
-        self.clock: Clock = clock if clock is not None else WallClock()
+        self.clock: Clock = clock if clock is not None else RealClock()
         self.policy = RetryPolicy.from_env(self.env)
         self._sleep = sleep
         self._monotonic = monotonic
@@ -177,7 +170,8 @@ class EcrCredentialProvider:
             data = self._private_authorization(registry, region, credentials)
 
         username, password = decode_authorization_token(data.token)
-        seconds = cache_duration(data.expires_at, self.clock.now())
+        # Token expiry is wall-clock time: the clock's time(), in whole seconds.
+        seconds = cache_duration(data.expires_at, int(self.clock.time()) * 1_000_000_000)
         self._log(
             2,
             f"token for {host} as {username!r}; cacheDuration "

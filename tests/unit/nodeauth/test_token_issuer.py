@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from credprov.clock import FakeClock
+from credprov.durations import SECOND
 from credprov.nodeauth.nodeapi import TokenIssuer
 
 
 def test_issue_and_verify_bound_token() -> None:
-    now = [1_700_000_000.0]
-    issuer = TokenIssuer(key=b"k" * 32, clock=lambda: now[0])
+    clock = FakeClock(wall=1_700_000_000.0)
+    issuer = TokenIssuer(key=b"k" * 32, clock=clock)
     token = issuer.issue_token(
         namespace="team-a",
         service_account="builder",
@@ -30,7 +32,7 @@ def test_issue_and_verify_bound_token() -> None:
 
     with pytest.raises(ValueError, match="audience"):
         issuer.verify(token, audience="other")
-    now[0] += 3600
+    clock.step(3600 * SECOND)
     with pytest.raises(ValueError, match="expired"):
         issuer.verify(token)
 
@@ -50,7 +52,7 @@ def test_other_key_and_garbage_rejected() -> None:
 
 
 def test_issue_token_reports_the_expiry() -> None:
-    issuer = TokenIssuer(key=b"k" * 32, clock=lambda: 1_700_000_000.5)
+    issuer = TokenIssuer(key=b"k" * 32, clock=FakeClock(wall=1_700_000_000.5))
     issued = issuer.issue_token(
         namespace="n", service_account="s", service_account_uid="u", audiences=["x"],
         expiration_seconds=600,

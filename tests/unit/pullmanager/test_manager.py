@@ -59,14 +59,19 @@ KEY = "registry.io/team/app"
 
 
 class FakeClock:
-    def __init__(self, now: dt.datetime = T0) -> None:
-        self.now = now
+    """A :class:`credprov.clock.Clock` whose wall time is a settable datetime."""
 
-    def __call__(self) -> dt.datetime:
-        return self.now
+    def __init__(self, now: dt.datetime = T0) -> None:
+        self.current = now
+
+    def now(self) -> int:
+        return int(self.current.timestamp() * 1e9)
+
+    def time(self) -> float:
+        return self.current.timestamp()
 
     def advance(self, **kw: float) -> None:
-        self.now += dt.timedelta(**kw)
+        self.current += dt.timedelta(**kw)
 
 
 class FakeStore:
@@ -613,7 +618,7 @@ def test_record_image_pulled_write_error_leaves_intent_dangling() -> None:
 
 def test_timestamps_are_whole_seconds() -> None:
     env = make()
-    env.clock.now = T0 + dt.timedelta(microseconds=999_999)
+    env.clock.current = T0 + dt.timedelta(microseconds=999_999)
     env.mgr.record_image_pulled(IMAGE, REF, creds(node=True))
     assert env.store.records[REF].last_updated_time == T0
 
@@ -874,7 +879,7 @@ def test_max_age_repull_rebuilds_expired_record() -> None:
     env.clock.advance(hours=2)
     env.mgr.record_image_pulled(IMAGE, REF, creds([S_A]))
     # Only what just pulled survives, with the current time: every entry was verified since.
-    assert env.store.records[REF] == record({KEY: creds([S_A])}, at=env.clock.now)
+    assert env.store.records[REF] == record({KEY: creds([S_A])}, at=env.clock.current)
     assert env.mgr.must_attempt_image_pull(IMAGE, REF, PodCreds([S_A])) is False
 
 

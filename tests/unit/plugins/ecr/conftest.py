@@ -159,7 +159,7 @@ def clients() -> HookedClients:
 
 @pytest.fixture
 def wall_clock() -> FakeClock:
-    return FakeClock(start=CLOCK_START_NS)
+    return FakeClock(wall=CLOCK_START_NS / 1e9)
 
 
 @pytest.fixture

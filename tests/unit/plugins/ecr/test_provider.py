@@ -786,5 +786,5 @@ def test_no_credentials(aws_env: None, provider: Make, monkeypatch: pytest.Monke
 
 def test_clock_is_wall_time(aws_env: None) -> None:
     provider = EcrCredentialProvider(clients=HookedClients())
-    assert abs(provider.clock.now() / 1e9 - datetime.now(UTC).timestamp()) < 60
+    assert abs(provider.clock.time() - datetime.now(UTC).timestamp()) < 60
     assert isinstance(FakeClock(CLOCK_START_NS).now(), int)
