@@ -83,9 +83,9 @@ def main() -> int:
             f"#!{sys.executable} -I\n"
             "import sys\n"
             + "".join(f"sys.path.insert(0, {p!r})\n" for p in _launcher_paths(launcher))
-            + "import yaml, pydantic, credprov.api.exec, credprov_static.plugin\n"
-            # The exec API's pydantic models, built on first use since issue 15.
-            + "credprov.api.exec.CredentialProviderResponse\n"
+            + "import yaml, pydantic, credprov.api.config, credprov_static.plugin\n"
+            # The API's pydantic models, built on first use since issue 15.
+            + "credprov.api.config.CredentialProviderConfigV1\n"
             "from credprov_static.main import main\n"
             "sys.exit(main())\n"
         )

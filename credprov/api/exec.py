@@ -6,11 +6,14 @@ conversion drops them); the response is the same in every version.
 
 Encoding is byte-exact with the kubelet's ``json.Encoder`` output: compact, fields in Go
 struct order, map keys sorted, ``<``, ``>``, ``&`` escaped, and a trailing newline.
+
+The schema of each version is :func:`exec_spec`, which the strict decoder applies with the
+kubelet's exact errors; there is no second (pydantic) schema of the exec API. The plugin
+SDK's stdlib decoder (``credprov.sdk._wire``) is checked against this one by tests.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from typing import Any
@@ -35,71 +38,6 @@ from credprov.api._decode import (
     parse_json,
 )
 from credprov.durations import format_duration, parse_duration
-
-#: The pydantic models of the exec API, by name, built on first use (see
-#: ``credprov.api.config``): decoding goes through ``decode_typed``, which applies the
-#: kubelet's strict decoding with its exact errors, and needs no pydantic.
-_MODEL_NAMES = frozenset(
-    (
-        "AuthConfig",
-        "CredentialProviderResponse",
-        "CredentialProviderRequest",
-        "CredentialProviderRequestV1beta1",
-    )
-)
-
-
-@functools.cache
-def _models() -> dict[str, Any]:
-    from pydantic import BaseModel, ConfigDict, Field
-
-    _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-    class AuthConfig(BaseModel):
-        model_config = _STRICT
-        username: str | None = None
-        password: str | None = None
-
-        def __repr_args__(self) -> Any:  # keep passwords out of reprs and logs
-            yield "username", self.username
-            yield "password", "<redacted>"
-
-    class CredentialProviderResponse(BaseModel):
-        model_config = _STRICT
-        kind: str | None = None
-        api_version: str | None = Field(None, alias="apiVersion")
-        cache_key_type: str | None = Field(None, alias="cacheKeyType")
-        cache_duration: str | None = Field(None, alias="cacheDuration")
-        auth: dict[str, AuthConfig | None] | None = None
-
-    class CredentialProviderRequest(BaseModel):
-        model_config = _STRICT
-        kind: str | None = None
-        api_version: str | None = Field(None, alias="apiVersion")
-        image: str | None = None
-        service_account_token: str | None = Field(None, alias="serviceAccountToken")
-        service_account_annotations: dict[str, str] | None = Field(
-            None, alias="serviceAccountAnnotations"
-        )
-
-    class CredentialProviderRequestV1beta1(BaseModel):
-        """v1alpha1 and v1beta1 requests have no service-account fields."""
-
-        model_config = _STRICT
-        kind: str | None = None
-        api_version: str | None = Field(None, alias="apiVersion")
-        image: str | None = None
-
-    models = {name: value for name, value in locals().items() if name in _MODEL_NAMES}
-    for name, model in models.items():
-        model.__qualname__ = name
-    return models
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MODEL_NAMES:
-        return _models()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def exec_spec(kind: str, version: str) -> Struct:
