@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from credprov.cli._output import REDACTED, print_json
-from credprov.cli.main import add_common
+from credprov.cli.main import add_common, feature_gates
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
@@ -35,26 +35,8 @@ def add_parser(sub: Any) -> None:
     validate.add_argument(
         "path", metavar="PATH", help="config file or directory; '-' reads one from stdin"
     )
-    add_feature_gates(validate)
-    validate.add_argument("-o", "--output", choices=("text", "json"), default="text")
-    add_common(validate)
+    add_common(validate, output=True, feature_gates=True)
     validate.set_defaults(run=run_validate)
-
-
-def add_feature_gates(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--feature-gates",
-        default="",
-        metavar="Name=bool,...",
-        help="kubelet feature gates (KubeletServiceAccountTokenForCredentialProviders, "
-        "default true)",
-    )
-
-
-def feature_gates(args: argparse.Namespace) -> dict[str, bool]:
-    from credprov.config import parse_feature_gates
-
-    return parse_feature_gates(args.feature_gates)
 
 
 def provider_summary(provider: Any) -> dict[str, Any]:

@@ -7,8 +7,7 @@ import sys
 from typing import Any
 
 from credprov.cli._output import print_json, secret, write_atomic
-from credprov.cli.config_cmd import add_feature_gates, feature_gates
-from credprov.cli.main import add_common
+from credprov.cli.main import add_common, feature_gates
 
 
 def add_parser(sub: Any) -> None:
@@ -73,15 +72,13 @@ def add_parser(sub: Any) -> None:
         metavar="DURATION",
         help="plugin deadline, a Go duration (kubelet: 1m)",
     )
-    add_feature_gates(p)
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
     p.add_argument(
         "--show-secrets", action="store_true", help="print passwords instead of <redacted>"
     )
     p.add_argument(
         "--metrics-out", metavar="FILE", help="write the Prometheus text exposition here"
     )
-    add_common(p)
+    add_common(p, output=True, feature_gates=True)
     p.set_defaults(run=run)
 
 

@@ -54,8 +54,7 @@ def add_parser(sub: Any) -> None:
         metavar="DURATION",
         help="deadline of each plugin run (the kubelet's: 1m)",
     )
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
-    add_common(p)
+    add_common(p, output=True)
     p.set_defaults(run=run)
 
 

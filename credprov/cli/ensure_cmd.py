@@ -35,8 +35,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from credprov.cli.config_cmd import add_feature_gates, feature_gates
-from credprov.cli.main import CLIError, add_common
+from credprov.cli.main import CLIError, add_common, feature_gates
 
 if TYPE_CHECKING:
     from credprov.kubelet.node import RuntimeFactory
@@ -153,9 +152,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--metrics-out", metavar="FILE", help="write the kubelet_image_manager_* metrics here"
     )
-    add_feature_gates(p)
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
-    add_common(p)
+    add_common(p, output=True, feature_gates=True)
     p.set_defaults(run=run)
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 
 from credprov.cli._output import print_json
-from credprov.cli.config_cmd import add_feature_gates, feature_gates
-from credprov.cli.main import add_common
+from credprov.cli.main import add_common, feature_gates
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
@@ -25,9 +24,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("image", metavar="IMAGE")
     p.add_argument("--config", required=True, metavar="PATH", help="provider config file or dir")
-    add_feature_gates(p)
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
-    add_common(p)
+    add_common(p, output=True, feature_gates=True)
     p.set_defaults(run=run)
 
 

@@ -49,8 +49,7 @@ def add_parser(sub: Any) -> None:
         help="remove this image (name or id) from the runtime first; repeatable",
     )
     p.add_argument("--dry-run", action="store_true", help="remove nothing, prune nothing")
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
-    add_common(p)
+    add_common(p, output=True)
     p.set_defaults(run=run)
 
 

@@ -46,9 +46,41 @@ def _add_verbosity(parser: argparse.ArgumentParser, default: object) -> None:
     )
 
 
-def add_common(parser: argparse.ArgumentParser) -> None:
-    """Options every subcommand accepts after its name too (``credprov explain X -v 2``)."""
+def add_common(
+    parser: argparse.ArgumentParser, *, output: bool = False, feature_gates: bool = False
+) -> None:
+    """The options subcommands share, defined once: ``-v N`` always (accepted after the
+    subcommand's name too: ``credprov explain X -v 2``), ``-o text|json`` with ``output``,
+    and the kubelet's ``--feature-gates`` with ``feature_gates`` (read them back with
+    :func:`feature_gates`)."""
+    if feature_gates:
+        parser.add_argument(
+            "--feature-gates",
+            default="",
+            metavar="Name=bool,...",
+            help="kubelet feature gates (KubeletServiceAccountTokenForCredentialProviders, "
+            "default true)",
+        )
+    if output:
+        parser.add_argument(
+            "-o",
+            "--output",
+            choices=("text", "json"),
+            default="text",
+            help="text for people (default) or json for machines",
+        )
     _add_verbosity(parser, default=argparse.SUPPRESS)
+
+
+def feature_gates(args: argparse.Namespace) -> dict[str, bool]:
+    """The ``--feature-gates`` of :func:`add_common`, parsed as the kubelet parses them.
+
+    Raises:
+        credprov.config.ConfigError: an unknown gate or a value that is not a bool.
+    """
+    from credprov.config import parse_feature_gates
+
+    return parse_feature_gates(args.feature_gates)
 
 
 # Subcommand -> the module that defines it. Only the module of the command being run is

@@ -106,8 +106,7 @@ def add_parser(sub: Any) -> None:
         "--field-selector", default="", help="field selector of a list/watch (spec.nodeName=X)"
     )
     _gates_arg(check)
-    check.add_argument("-o", "--output", choices=("text", "json"), default="text")
-    add_common(check)
+    add_common(check, output=True)
 
     audit = nsub.add_parser(
         "audit",
@@ -121,8 +120,7 @@ def add_parser(sub: Any) -> None:
     _objects_arg(audit)
     audit.add_argument("--node", required=True, help="node name (user system:node:NAME)")
     _gates_arg(audit)
-    audit.add_argument("-o", "--output", choices=("text", "json"), default="text")
-    add_common(audit)
+    add_common(audit, output=True)
     p.set_defaults(run=run)
 
 

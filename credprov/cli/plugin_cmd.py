@@ -53,18 +53,12 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="print passwords and the plugin's raw stdout instead of <redacted>",
     )
-    ex.add_argument(
-        "-o", "--output", choices=("text", "json"), default="text", help="output format"
-    )
-    from credprov.cli.config_cmd import add_feature_gates
-
-    add_feature_gates(ex)
-    add_common(ex)
+    add_common(ex, output=True, feature_gates=True)
     ex.set_defaults(run=run_exec)
 
     from credprov.cli import plugin_test_cmd
 
-    add_common(plugin_test_cmd.add_test_parser(plugin_sub))
+    plugin_test_cmd.add_test_parser(plugin_sub)
 
     inst = sub.add_parser(
         "install",
@@ -85,7 +79,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run_exec(args: argparse.Namespace) -> int:
-    from credprov.cli.config_cmd import feature_gates
+    from credprov.cli.main import feature_gates
     from credprov.durations import parse_duration
     from credprov.plugin.probe import probe_provider
 

@@ -13,7 +13,7 @@ import shutil
 from typing import Any
 
 from credprov.cli._output import print_json
-from credprov.cli.main import CLIError
+from credprov.cli.main import CLIError, add_common
 
 
 def add_test_parser(plugin_subparsers: Any) -> argparse.ArgumentParser:
@@ -100,8 +100,8 @@ def add_test_parser(plugin_subparsers: Any) -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="a service-account annotation sent with the token; repeatable",
     )
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
     p.set_defaults(run=run)
+    add_common(p, output=True)
     return p
 
 

@@ -49,8 +49,7 @@ def add_parser(sub: Any) -> None:
 
     def common(q: argparse.ArgumentParser) -> None:
         q.add_argument("--root", required=True, metavar="DIR", help="the kubelet root directory")
-        q.add_argument("-o", "--output", choices=("text", "json"), default="text")
-        add_common(q)
+        add_common(q, output=True)
 
     q = actions.add_parser("list", help="records, dangling intents and undecodable files")
     common(q)

@@ -55,14 +55,13 @@ def add_parser(sub: Any) -> None:
         ),
     )
     p.add_argument("scenario", metavar="SCENARIO.yaml")
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
     p.add_argument(
         "--root",
         metavar="DIR",
         help="kubelet root for the records (default: a new temporary directory, removed "
         "afterwards); the path used is printed",
     )
-    add_common(p)
+    add_common(p, output=True)
     p.set_defaults(run=run)
 
 
