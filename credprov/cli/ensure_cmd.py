@@ -1,5 +1,8 @@
 """``credprov ensure-image``: the kubelet's image path for every container of a pod.
 
+(Over 300 lines because of its fourteen options' help text and the text report; the
+work is :meth:`credprov.kubelet.node.KubeletNode.ensure_pod`.)
+
 For each init, regular and ephemeral container of ``--pod`` (in the order the kubelet
 starts them) run ``EnsureImageExists`` (:mod:`credprov.pullmanager.ensure`) against a real
 container runtime over CRI, with the ``KubeletEnsureSecretPulledImages`` pull manager
@@ -233,7 +236,7 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
             # Another ensure-image, or a daemon, may write the same root at the same time.
             shared_root=True,
         )
-        report = _ensure_pod(node, pod, secrets, missing, args.policy)
+        report = node.ensure_pod(pod, secrets, missing)
         if as_pod is not None:
             _add_as_pod(report, as_pod)
 
@@ -299,60 +302,6 @@ def _add_as_pod(report: dict[str, Any], as_pod: Any) -> None:
     extra = as_pod.to_dict()
     report["pod"] = {**report["pod"], **extra.pop("pod")}
     report.update(extra)
-
-
-def _ensure_pod(
-    node: Any, pod: Any, secrets: list[dict[str, Any]], missing: list[str], policy: str
-) -> dict[str, Any]:
-    """Run ``EnsureImageExists`` for every container; the report ``-o json`` prints."""
-    from credprov.chain import PodInfo
-    from credprov.kubelet.node import ensure_result_to_dict
-    from credprov.pullmanager.ensure import Container
-
-    events: list[dict[str, str]] = []
-    if missing:
-        # getPullSecretsForPod: the pull goes ahead with the secrets that were found.
-        events.append(
-            {
-                "type": "Warning",
-                "reason": "FailedToRetrieveImagePullSecret",
-                "message": "Unable to retrieve some image pull secrets "
-                f"({', '.join(missing)}); attempting to pull the image may not succeed.",
-                "object": "",
-            }
-        )
-    info = PodInfo(
-        namespace=pod.namespace,
-        name=pod.name,
-        uid=pod.uid,
-        service_account_name=pod.service_account_name,
-    )
-    containers = []
-    provider_errors: list[dict[str, str]] = node.on_provider_error.errors
-    for c in pod.containers:
-        seen = len(provider_errors)
-        result = node.ensure.ensure_image_exists(
-            info, Container(c.image, c.image_pull_policy, c.name), secrets
-        )
-        entry = {
-            "name": c.name,
-            "type": c.kind,
-            "fieldPath": c.field_path,
-            "ready": result.error is None,
-            **ensure_result_to_dict(result),
-        }
-        if len(provider_errors) > seen:
-            entry["providerErrors"] = provider_errors[seen:]
-        containers.append(entry)
-        events.extend({**e, "object": c.field_path} for e in entry["events"])
-    return {
-        "pod": {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid},
-        "policy": policy,
-        "ready": all(c["ready"] for c in containers),
-        "missingSecrets": missing,
-        "containers": containers,
-        "events": events,
-    }
 
 
 def _print_text(report: dict[str, Any]) -> None:

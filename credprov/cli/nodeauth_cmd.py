@@ -1,5 +1,8 @@
 """``credprov nodeauth``: ask the Node authorizer about one request, or audit one node.
 
+(Over 300 lines because of two subcommands' options and their text renderers; the
+authorizer, graph and audit are :mod:`credprov.nodeauth`.)
+
 ``check`` builds the authorizer's graph from an objects file (``kubectl get … -o json``)
 and prints the decision for one request with upstream's reason, and how it was reached
 (the graph path from the object to the node, or the ``system:node`` rule); exit status 0

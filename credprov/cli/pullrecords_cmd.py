@@ -1,5 +1,9 @@
 """``credprov pull-records``: inspect and maintain a kubelet's KEP-2535 pull records.
 
+(Over 300 lines because of five subcommands with their options and text output; the
+store is :mod:`credprov.pullmanager.fsstore`, the file checks
+:mod:`credprov.pullmanager.inspect`.)
+
 Works on the files the kubelet keeps under ``<root>/image_manager/{pulling,pulled}``
 (``pkg/kubelet/images/pullmanager/fs_pullrecords.go``) through
 :class:`credprov.pullmanager.fsstore.FSPullRecordsAccessor` opened with ``migrate=False``,
@@ -23,14 +27,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import errno
 import os
 import stat
 import sys
-from dataclasses import dataclass
 from typing import Any
 
 from credprov.cli.main import CLIError, add_common
+from credprov.pullmanager.inspect import scan_files
 
 
 def add_parser(sub: Any) -> None:
@@ -163,7 +166,7 @@ def run_list(args: argparse.Namespace) -> int:
     records = sorted(records, key=lambda r: r.image_ref)
     errors = [*record_errors, *intent_errors]
     # A record under another name than its key's hash is invisible to the kubelet.
-    errors += [f"{c.path}: {c.error}" for c in _scan(store) if c.misnamed]
+    errors += [f"{c.path}: {c.error}" for c in scan_files(store) if c.misnamed]
     if _unreadable(errors):
         raise CLIError(_unreadable(errors)[0])
     if args.output == "json":
@@ -279,90 +282,13 @@ def run_prune(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-@dataclass
-class _FileCheck:
-    path: str
-    kind: str  # "intent" | "record"
-    version: str | None = None
-    key: str | None = None  # the image (intent) or imageRef (record)
-    error: str | None = None
-    misnamed: bool = False  # decodes, but its name is not the hash of its key
-
-    @property
-    def target(self) -> str:
-        """Where the kubelet (and a migration) writes this file's content."""
-        from credprov.pullmanager.types import cache_filename
-
-        assert self.key is not None
-        return os.path.join(os.path.dirname(self.path), cache_filename(self.key))
-
-
-def _scan(store: Any) -> list[_FileCheck]:
-    """Decode every cache file strictly; also check it is where the kubelet looks for it."""
-    from credprov.fileio import FileTooLargeError, NotRegularFileError, read_bounded
-    from credprov.pullmanager.fsstore import MAX_FILE_SIZE, is_cache_filename
-    from credprov.pullmanager.types import (
-        RecordDecodeError,
-        cache_filename,
-        decode_intent,
-        decode_record,
-    )
-
-    out: list[_FileCheck] = []
-    for kind, directory in (("intent", store.intents_dir), ("record", store.records_dir)):
-        try:
-            names = sorted(os.listdir(directory))
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            out.append(_FileCheck(directory, kind, error=f"cannot list: {exc.strerror}"))
-            continue
-        for name in names:
-            if not is_cache_filename(name):
-                continue  # the kubelet ignores these too
-            path = os.path.join(directory, name)
-            check = _FileCheck(path, kind)
-            out.append(check)
-            try:
-                data = read_bounded(path, MAX_FILE_SIZE, follow_symlinks=False)
-            except FileTooLargeError:
-                check.error = f"larger than {MAX_FILE_SIZE} bytes"
-                continue
-            except NotRegularFileError:
-                check.error = "not a regular file"
-                continue
-            except OSError as exc:
-                check.error = (
-                    "not a regular file"
-                    if exc.errno == errno.ELOOP
-                    else f"cannot read: {exc.strerror}"
-                )
-                continue
-            try:
-                if kind == "intent":
-                    check.version, intent = decode_intent(data)
-                    check.key = intent.image
-                else:
-                    check.version, record = decode_record(data)
-                    check.key = record.image_ref
-            except RecordDecodeError as exc:
-                check.error = f"does not decode: {str(exc).splitlines()[0]}"
-                continue
-            if cache_filename(check.key) != name:
-                # The kubelet finds files by the hash of their key only: this one is invisible.
-                field = "image" if kind == "intent" else "imageRef"
-                check.error = f"file name does not match its {field} {check.key!r}"
-                check.misnamed = True
-    return out
-
-
 def run_migrate(args: argparse.Namespace) -> int:
     from credprov.pullmanager.types import STORAGE_VERSION
 
     store = _store(args)
     stale = [
         c
-        for c in _scan(store)
+        for c in scan_files(store)
         if c.version is not None
         and c.version != STORAGE_VERSION
         and (c.error is None or c.misnamed)
@@ -370,7 +296,7 @@ def run_migrate(args: argparse.Namespace) -> int:
     errors: list[str] = []
     if not args.dry_run and stale:
         errors = list(_store(args, migrate=True).startup_errors)
-    after = {c.path: c for c in _scan(store)} if not args.dry_run else {}
+    after = {c.path: c for c in scan_files(store)} if not args.dry_run else {}
     # The kubelet's migration writes each file's content under the hash of its key: for a
     # misnamed file that is a new file, and the misnamed one stays where it was.
     migrated = [
@@ -411,7 +337,7 @@ def run_verify(args: argparse.Namespace) -> int:
     from credprov.pullmanager.types import STORAGE_VERSION
 
     store = _store(args)
-    checks = _scan(store)
+    checks = scan_files(store)
     bad = [c for c in checks if c.error is not None]
     if args.output == "json":
         from credprov.cli._output import print_json

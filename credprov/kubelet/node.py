@@ -319,6 +319,59 @@ class KubeletNode:
             verify_image_ref=self.verify_image_ref,
         )
 
+    def ensure_pod(
+        self, pod: Any, secrets: list[dict[str, Any]], missing: list[str]
+    ) -> dict[str, Any]:
+        """Run ``EnsureImageExists`` for every container of ``pod`` (a
+        :class:`credprov.kubelet.podspec.PodSpec`) with its pull ``secrets``; ``missing``
+        are the pull secret names that could not be found (the kubelet's
+        ``FailedToRetrieveImagePullSecret`` warning). Returns the report ``ensure-image
+        -o json`` prints: per container its decision, events and provider errors."""
+        from credprov.chain import PodInfo
+        from credprov.pullmanager.ensure import Container
+
+        events: list[dict[str, str]] = []
+        if missing:
+            # getPullSecretsForPod: the pull goes ahead with the secrets that were found.
+            events.append(
+                {
+                    "type": "Warning",
+                    "reason": "FailedToRetrieveImagePullSecret",
+                    "message": "Unable to retrieve some image pull secrets "
+                    f"({', '.join(missing)}); attempting to pull the image may not succeed.",
+                    "object": "",
+                }
+            )
+        info = PodInfo(pod.namespace, pod.name, pod.uid, pod.service_account_name)
+        provider_errors: list[dict[str, str]] = (
+            self.on_provider_error.errors if self.on_provider_error is not None else []
+        )
+        containers = []
+        for c in pod.containers:
+            seen = len(provider_errors)
+            result = self.ensure.ensure_image_exists(
+                info, Container(c.image, c.image_pull_policy, c.name), secrets
+            )
+            entry = {
+                "name": c.name,
+                "type": c.kind,
+                "fieldPath": c.field_path,
+                "ready": result.error is None,
+                **ensure_result_to_dict(result),
+            }
+            if len(provider_errors) > seen:
+                entry["providerErrors"] = provider_errors[seen:]
+            containers.append(entry)
+            events.extend({**e, "object": c.field_path} for e in entry["events"])
+        return {
+            "pod": {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid},
+            "policy": self.policy,
+            "ready": all(c["ready"] for c in containers),
+            "missingSecrets": missing,
+            "containers": containers,
+            "events": events,
+        }
+
 
 def recorded_to_dict(result: Any) -> dict[str, Any] | None:
     """What a successful pull recorded (``imageRef`` and the credentials' JSON), or None."""
