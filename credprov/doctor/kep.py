@@ -273,6 +273,7 @@ def _pod_id(pod: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def check_kep4412_rbac(ctx: Context) -> list[Finding]:
+    """(Over 80 lines on purpose: one pass over the providers with tokenAttributes and the pods that would use them.)"""
     if not ctx.options.objects:
         return [_skip("kep4412.rbac", "needs --objects (the cluster's objects)")]
     if ctx.config is None:
@@ -453,6 +454,7 @@ def _find_image(image: str, node_images: list[RuntimeImage]) -> RuntimeImage | N
 
 
 def check_kep2535_preflight(ctx: Context) -> list[Finding]:
+    """(Over 80 lines on purpose: one pass over the node's pods and images, deciding per container as the kubelet's image manager would.)"""
     if not ctx.options.objects or not (ctx.options.cri or ctx.options.images_file):
         return [
             _skip(

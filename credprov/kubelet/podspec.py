@@ -86,6 +86,9 @@ def parse_pod(obj: Mapping[str, Any], where: str = "pod") -> PodSpec:
 
     Raises:
         PodSpecError: ``<where>: <field>: <reason>``.
+
+    (Over 80 lines on purpose: it applies the API server's defaulting and validation field by
+    field, in the API's order.)
     """
     from credprov.pullmanager.ensure import default_pull_policy
 

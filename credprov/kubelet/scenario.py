@@ -182,6 +182,9 @@ def load_scenario(path: str) -> Scenario:
 
     Raises:
         ScenarioError: one line naming the offending field.
+
+    (Over 80 lines on purpose: it checks every field in document order, so each error names the
+    first bad field.)
     """
     from credprov.fileio import read_bounded
     from credprov.gojson import YAMLError, load_yaml_all

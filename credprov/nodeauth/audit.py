@@ -87,6 +87,9 @@ def audit(
         entry ``namespace`` (when namespaced), ``name``, ``exists`` and ``via``),
         ``serviceAccounts`` (with ``get``, ``pods`` and ``tokenAudiences``) and
         ``clusterWide`` (read requests the static rules allow for every object).
+
+    (Over 80 lines on purpose: one walk of the node's graph edges, building every section of
+    the report in one pass.)
     """
     if graph is None:
         graph = g.Graph.from_store(store)

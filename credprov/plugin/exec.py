@@ -182,6 +182,9 @@ class ExecPlugin:
         Returns:
             ``(stdout, stderr, failure)``; ``failure`` is the kubelet-style reason or None.
             On return the process has exited (or been killed) but is not yet reaped.
+
+        (Over 80 lines on purpose: one select loop over stdin, stdout, stderr and the exit
+        watch, whose states must be read together.)
         """
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         deadline = time.monotonic() + self.timeout_ns / 1e9

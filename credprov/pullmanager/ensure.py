@@ -415,6 +415,8 @@ class EnsureImage:
         pull_secrets: Sequence[Mapping[str, Any]],
         policy: str,
     ) -> None:
+        """(Over 80 lines on purpose: it mirrors EnsureImageExists branch by branch (precheck, verification, pull loop), in upstream's order.)"""
+
         def event(kind: str, reason: str, message: str) -> None:
             result.events.append(Event(kind, reason, message))
 

@@ -487,6 +487,8 @@ class ImagePullManager:
     def _must_attempt(
         self, image: str, image_ref: str, get_pod_credentials: GetPodCredentials
     ) -> tuple[bool, str]:
+        """(Over 80 lines on purpose: it mirrors MustAttemptImagePull's decision table in
+        upstream's order.)"""
         # Steps 1-2: hold both locks so no write changes the files the decision reads.
         try:
             with self._record_locks.lock(image_ref), self._intent_locks.lock(image):

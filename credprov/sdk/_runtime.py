@@ -276,6 +276,10 @@ def run(
             upstream ECR's ``image in plugin request was empty``), printed as
             ``<name>: <text>`` with exit 1 once the rest of the request decoded; by
             default the SDK's ``invalid request: request has an empty image``.
+
+    (Over 80 lines on purpose: it is a plugin's whole run (options, cache, request, handler,
+    answer) in the order the exit codes document, kept in one place because it is on every
+    plugin's warm path.)
     """
     argv = sys.argv[1:] if argv is None else argv
     stdin = stdin if stdin is not None else sys.stdin.buffer

@@ -132,6 +132,9 @@ def get_token(
 
     Raises:
         IdentityBindingsError: bad CA file, unresolvable address, refused or malformed.
+
+    (Over 80 lines on purpose: the identity-binding exchange is one request with its TLS, SNI
+    and retry set-up, as upstream's.)
     """
     from urllib.parse import urlencode
 
