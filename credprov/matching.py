@@ -29,15 +29,20 @@ from functools import lru_cache
 
 from credprov._gofmt import go_quote
 from credprov._gourl import AddrError, GoURL, GoURLError, parse, split_host_port
+
+#: Go's ``url.Parse``, public for plugins that must parse image references as upstream does.
+parse_url = parse
 from credprov.errors import CredprovError
 
 __all__ = [
+    "GoURLError",
     "MatchExplanation",
     "MatchPatternError",
     "explain_match",
     "filepath_match",
     "host_match_paths",
     "parse_schemeless_url",
+    "parse_url",
     "split_plain_target",
     "split_url",
     "urls_match",

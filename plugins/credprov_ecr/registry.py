@@ -118,12 +118,12 @@ def parse_host_from_image_reference(image: str) -> str:
     Raises:
         ImageReferenceError: ``error parsing image reference https://<image>: <Go error>``.
     """
-    from credprov._gourl import GoURLError, parse
+    from credprov.matching import GoURLError, parse_url
 
     if "://" not in image:
         image = "https://" + image
     try:
-        url = parse(image)
+        url = parse_url(image)
     except GoURLError as exc:
         raise ImageReferenceError(f"error parsing image reference {image}: {exc}") from None
     return _hostname(url.host)

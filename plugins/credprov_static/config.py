@@ -258,8 +258,13 @@ def _string_list(path: str, where: str, value: Any) -> list[str]:
 
 def _pattern_key(path: str, where: str, pattern: str) -> str:
     """The keyring key of ``pattern``, after checking the kubelet could ever match it."""
-    from credprov._gourl import GoURLError
-    from credprov.matching import MatchPatternError, filepath_match, parse_schemeless_url, split_url
+    from credprov.matching import (
+        GoURLError,
+        MatchPatternError,
+        filepath_match,
+        parse_schemeless_url,
+        split_url,
+    )
 
     if not pattern or pattern != pattern.strip():
         raise ConfigError(f"{path}: {where}: pattern {_quote(pattern)} is empty or padded")
