@@ -29,10 +29,10 @@ from functools import lru_cache
 
 from credprov._gofmt import go_quote
 from credprov._gourl import AddrError, GoURL, GoURLError, parse, split_host_port
+from credprov.errors import CredprovError
 
 #: Go's ``url.Parse``, public for plugins that must parse image references as upstream does.
 parse_url = parse
-from credprov.errors import CredprovError
 
 __all__ = [
     "GoURLError",
