@@ -22,6 +22,22 @@ from credprov.api.config import decode_config
 from credprov.errors import CredprovError
 from credprov.fileio import FileTooLargeError, NotRegularFileError, read_bounded, read_stream
 
+__all__ = [
+    "DEFAULT_FEATURE_GATES",
+    "MAX_CONFIG_FILE_BYTES",
+    "SERVICE_ACCOUNT_TOKEN_GATE",
+    "ConfigError",
+    "check_bin_dir",
+    "check_plugin_binary",
+    "config_files",
+    "load_config",
+    "parse_feature_gates",
+    "read_config",
+    "resolve_feature_gates",
+    "validate_config",
+]
+
+
 SERVICE_ACCOUNT_TOKEN_GATE = "KubeletServiceAccountTokenForCredentialProviders"
 
 #: Feature gates credprov knows, with the defaults of the newest kubelet (1.34+).

@@ -10,6 +10,20 @@ from __future__ import annotations
 
 from credprov.errors import CredprovError
 
+__all__ = [
+    "HOUR",
+    "MICROSECOND",
+    "MILLISECOND",
+    "MINUTE",
+    "NANOSECOND",
+    "SECOND",
+    "DurationError",
+    "format_duration",
+    "parse_duration",
+    "time_quote",
+]
+
+
 NANOSECOND = 1
 MICROSECOND = 1000 * NANOSECOND
 MILLISECOND = 1000 * MICROSECOND

@@ -28,6 +28,30 @@ from credprov.errors import CredprovError
 from credprov.images import is_default_registry_match
 from credprov.matching import host_match_paths, split_plain_target, urls_match_str
 
+__all__ = [
+    "DOCKERCFG_KEY",
+    "DOCKERCFG_TYPE",
+    "DOCKER_CONFIG_JSON_KEY",
+    "DOCKER_CONFIG_JSON_TYPE",
+    "CredentialOrigin",
+    "DockerKeyring",
+    "Keyring",
+    "KeyringError",
+    "SecretCoordinates",
+    "ServiceAccountCoordinates",
+    "TrackedAuthConfig",
+    "UnionDockerKeyring",
+    "hash_auth_config",
+    "make_docker_keyring",
+    "make_pull_secret_keyring",
+    "normalize_key",
+    "parse_docker_config",
+    "secret_coordinates",
+    "tracked_auth_configs",
+    "unusable_pull_secret_reason",
+]
+
+
 DOCKER_CONFIG_JSON_TYPE = "kubernetes.io/dockerconfigjson"
 DOCKER_CONFIG_JSON_KEY = ".dockerconfigjson"
 DOCKERCFG_TYPE = "kubernetes.io/dockercfg"

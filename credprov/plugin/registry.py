@@ -38,6 +38,11 @@ from credprov.metrics import Metrics
 from credprov.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, ExecPlugin
 from credprov.plugin.provider import PluginProvider, ProvideResult
 
+__all__ = [
+    "CredentialProviders",
+    "register_credential_provider_plugins",
+]
+
 
 @dataclass
 class CredentialProviders:
