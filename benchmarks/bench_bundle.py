@@ -59,7 +59,7 @@ def main() -> int:
 
     sys.path.insert(0, str(REPO))
     from credprov.bundle.build import build_bundle, unpack
-    from credprov.install import install
+    from credprov.credentialprovider.plugin.install import install
 
     tmp = Path(tempfile.mkdtemp(prefix="credprov-bench-bundle-"))
     try:

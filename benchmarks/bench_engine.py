@@ -43,10 +43,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from credprov.engine import Engine
-from credprov.images import parse_image_name
-from credprov.keyring import DockerKeyring
-from credprov.plugin.registry import CredentialProviders, register_credential_provider_plugins
+from credprov.credentialprovider.engine import Engine
+from credprov.credentialprovider.images import parse_image_name
+from credprov.credentialprovider.keyring import DockerKeyring
+from credprov.credentialprovider.plugin.registry import (
+    CredentialProviders,
+    register_credential_provider_plugins,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_CONFIG = REPO_ROOT / "config" / "credential-provider-config.yaml"
@@ -543,8 +546,8 @@ def bench_cli(tmp: Path, cold_repeats: int, warm_repeats: int) -> dict[str, Any]
             [
                 py,
                 "-c",
-                "import credprov.cli.main, credprov.cli.credentials_cmd, credprov.engine,"
-                " credprov.plugin.registry",
+                "import credprov.cli.main, credprov.cli.credentials_cmd, credprov.credentialprovider.engine,"
+                " credprov.credentialprovider.plugin.registry",
             ],
             env,
             b"",

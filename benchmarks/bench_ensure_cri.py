@@ -70,12 +70,12 @@ def _requests_per_call(registry: Any, call: Callable[[], Any]) -> int:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from credprov.engine import Engine
+    from credprov.credentialprovider.engine import Engine
+    from credprov.credentialprovider.plugin.provider import PodInfo
+    from credprov.cri.client import CRIRuntime
+    from credprov.kubelet.ensure import Container
     from credprov.kubelet.node import KubeletNode, ProviderErrors
-    from credprov.plugin.provider import PodInfo
-    from credprov.pullmanager.ensure import Container
     from credprov.pullmanager.metrics import PullManagerMetrics
-    from credprov.runtime.cri import CRIRuntime
     from tests.e2e.stack import KubeletCLI, pod
 
     # One account for the known pod, one fresh account per "new credentials" call.

@@ -48,7 +48,7 @@ def main() -> int:
     args = parser.parse_args()
 
     sys.path.insert(0, str(REPO))  # the tests' fake AWS endpoint
-    from credprov.install import install
+    from credprov.credentialprovider.plugin.install import install
     from tests.unit.plugins.ecr.fake_aws import fake_aws
 
     tmp = Path(tempfile.mkdtemp(prefix="credprov-bench-ecr-"))

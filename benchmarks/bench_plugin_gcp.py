@@ -55,7 +55,7 @@ def main() -> int:
 
     from credprov_gcp.fakes import FakeMetadataServer, FakeSTSServer
 
-    from credprov.install import install
+    from credprov.credentialprovider.plugin.install import install
 
     tmp = Path(tempfile.mkdtemp(prefix="credprov-bench-gcp-"))
     samples: dict[str, list[float]] = {"floor": [], "warm": [], "cold": [], "cold-wi": []}

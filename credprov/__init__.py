@@ -32,28 +32,28 @@ __version__ = "0.1.0"
 #: public name -> module that defines it
 _EXPORTS = {
     # one call, and the chain behind it
-    "resolve_credentials": "credprov.engine",
-    "Engine": "credprov.engine",
-    "CredentialChain": "credprov.chain",
-    "CredentialSource": "credprov.chain",
-    "ImageResolution": "credprov.chain",
-    "PodInfo": "credprov.chain",
-    "PullSecrets": "credprov.chain",
-    "KeyringSource": "credprov.chain",
-    "PluginProviders": "credprov.chain",
-    "default_chain": "credprov.chain",
+    "resolve_credentials": "credprov.credentialprovider.engine",
+    "Engine": "credprov.credentialprovider.engine",
+    "CredentialChain": "credprov.credentialprovider.chain",
+    "CredentialSource": "credprov.credentialprovider.chain",
+    "ImageResolution": "credprov.credentialprovider.chain",
+    "PodInfo": "credprov.credentialprovider.chain",
+    "PullSecrets": "credprov.credentialprovider.chain",
+    "KeyringSource": "credprov.credentialprovider.chain",
+    "PluginProviders": "credprov.credentialprovider.chain",
+    "default_chain": "credprov.credentialprovider.chain",
     # images and matchImages
-    "parse_image_name": "credprov.images",
-    "urls_match_str": "credprov.matching",
+    "parse_image_name": "credprov.credentialprovider.images",
+    "urls_match_str": "credprov.credentialprovider.matching",
     # provider config and plugins
-    "load_config": "credprov.config",
-    "register_credential_provider_plugins": "credprov.plugin.registry",
+    "load_config": "credprov.credentialprovider.plugin.config",
+    "register_credential_provider_plugins": "credprov.credentialprovider.plugin.registry",
     # keyring
-    "DockerKeyring": "credprov.keyring",
-    "TrackedAuthConfig": "credprov.keyring",
+    "DockerKeyring": "credprov.credentialprovider.keyring",
+    "TrackedAuthConfig": "credprov.credentialprovider.keyring",
     # errors
     "CredprovError": "credprov.errors",
-    "ConfigError": "credprov.config",
+    "ConfigError": "credprov.credentialprovider.plugin.config",
 }
 
 __all__ = [
@@ -95,7 +95,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from credprov.chain import (
+    from credprov.credentialprovider.chain import (
         CredentialChain,
         CredentialSource,
         ImageResolution,
@@ -105,10 +105,10 @@ if TYPE_CHECKING:
         PullSecrets,
         default_chain,
     )
-    from credprov.config import ConfigError, load_config
-    from credprov.engine import Engine, resolve_credentials
+    from credprov.credentialprovider.engine import Engine, resolve_credentials
+    from credprov.credentialprovider.images import parse_image_name
+    from credprov.credentialprovider.keyring import DockerKeyring, TrackedAuthConfig
+    from credprov.credentialprovider.matching import urls_match_str
+    from credprov.credentialprovider.plugin.config import ConfigError, load_config
+    from credprov.credentialprovider.plugin.registry import register_credential_provider_plugins
     from credprov.errors import CredprovError
-    from credprov.images import parse_image_name
-    from credprov.keyring import DockerKeyring, TrackedAuthConfig
-    from credprov.matching import urls_match_str
-    from credprov.plugin.registry import register_credential_provider_plugins

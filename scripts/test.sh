@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 .venv/bin/ruff check credprov plugins tests benchmarks
 .venv/bin/ruff format --check credprov plugins tests benchmarks
 .venv/bin/mypy
+.venv/bin/lint-imports
 .venv/bin/python -m pytest -q "$@"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from credprov.clock import FakeClock
+from credprov.base.clock import FakeClock
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from credprov._gofmt import go_quote
-from credprov.api import internal
-from credprov.api._decode import (
+from credprov._go.decode import (
     BOOL,
     STRING,
     DecodeError,
@@ -26,7 +24,9 @@ from credprov.api._decode import (
     group_version_string,
     interpret_gvk,
 )
-from credprov.durations import DurationError, format_duration, parse_duration
+from credprov._go.durations import DurationError, format_duration, parse_duration
+from credprov._go.fmt import go_quote
+from credprov.api import internal
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:

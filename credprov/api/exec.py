@@ -18,9 +18,7 @@ import json
 import re
 from typing import Any
 
-from credprov._gofmt import go_quote
-from credprov.api import internal
-from credprov.api._decode import (
+from credprov._go.decode import (
     STRING,
     DecodeError,
     Document,
@@ -37,7 +35,9 @@ from credprov.api._decode import (
     parse_group_version,
     parse_json,
 )
-from credprov.durations import format_duration, parse_duration
+from credprov._go.durations import format_duration, parse_duration
+from credprov._go.fmt import go_quote
+from credprov.api import internal
 
 
 def exec_spec(kind: str, version: str) -> Struct:

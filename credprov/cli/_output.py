@@ -25,11 +25,11 @@ def secret(value: str, show: bool) -> str:
 
 
 def write_atomic(path: str, data: bytes) -> None:
-    """``credprov.fileio.write_atomic`` for files the user names (``--metrics-out``).
+    """``credprov.base.fileio.write_atomic`` for files the user names (``--metrics-out``).
 
     Raises:
         OSError: the directory is not writable and so on.
     """
-    from credprov.fileio import write_atomic as write
+    from credprov.base.fileio import write_atomic as write
 
     write(path, data)

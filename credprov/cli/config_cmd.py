@@ -50,7 +50,7 @@ def provider_summary(provider: Any) -> dict[str, Any]:
 
 def run_validate(args: argparse.Namespace) -> int:
     from credprov.cli.main import one_line
-    from credprov.config import ConfigError, load_config
+    from credprov.credentialprovider.plugin.config import ConfigError, load_config
 
     gates = feature_gates(args)
     try:
@@ -60,7 +60,7 @@ def run_validate(args: argparse.Namespace) -> int:
             print_json({"valid": False, "error": str(exc)})
         print(f"credprov: error: {one_line(str(exc))}", file=sys.stderr)
         return 1
-    from credprov.lint import lint_config
+    from credprov.credentialprovider.lint import lint_config
 
     providers = [provider_summary(p) for p in config.providers]
     warnings = lint_config(config)

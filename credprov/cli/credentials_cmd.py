@@ -100,7 +100,7 @@ def _service_account(p: Any) -> dict[str, str] | None:
 
 
 def resolution_to_dict(res: Any, show_secrets: bool) -> dict[str, Any]:
-    from credprov.durations import format_duration
+    from credprov._go.durations import format_duration
 
     return {
         "image": res.image,
@@ -137,11 +137,11 @@ def resolution_to_dict(res: Any, show_secrets: bool) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from credprov._go.durations import parse_duration
     from credprov.cli.main import CLIError, one_line, warn
-    from credprov.durations import parse_duration
-    from credprov.keyring import KeyringError
+    from credprov.credentialprovider.keyring import KeyringError
+    from credprov.credentialprovider.objects import ObjectsError, load_pull_secrets
     from credprov.kubelet.node import node_engine
-    from credprov.objects import ObjectsError, load_pull_secrets
 
     timeout = parse_duration(args.plugin_timeout)
     if timeout <= 0:

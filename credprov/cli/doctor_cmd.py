@@ -63,9 +63,9 @@ def _colour(stream: Any) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    from credprov._go.durations import DurationError, parse_duration
     from credprov.cli._output import print_json
     from credprov.doctor import DoctorOptions, DoctorUsageError, render_text, run_doctor
-    from credprov.durations import DurationError, parse_duration
 
     try:
         timeout = parse_duration(args.plugin_timeout)

@@ -4,7 +4,7 @@
 work is :meth:`credprov.kubelet.node.KubeletNode.ensure_pod`.)
 
 For each init, regular and ephemeral container of ``--pod`` (in the order the kubelet
-starts them) run ``EnsureImageExists`` (:mod:`credprov.pullmanager.ensure`) against a real
+starts them) run ``EnsureImageExists`` (:mod:`credprov.kubelet.ensure`) against a real
 container runtime over CRI, with the ``KubeletEnsureSecretPulledImages`` pull manager
 keeping its records under ``--root/image_manager`` as the kubelet does:
 
@@ -160,7 +160,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _duration_seconds(value: str, flag: str) -> float:
-    from credprov.durations import DurationError, parse_duration
+    from credprov._go.durations import DurationError, parse_duration
 
     try:
         ns = parse_duration(value)
@@ -263,7 +263,7 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
 
 
 def _load_secrets(paths: list[str]) -> list[dict[str, Any]]:
-    from credprov.objects import ObjectsError, load_pull_secrets
+    from credprov.credentialprovider.objects import ObjectsError, load_pull_secrets
 
     try:
         return load_pull_secrets(paths)

@@ -30,9 +30,9 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from credprov.cli.main import CLIError
-    from credprov.config import load_config
-    from credprov.images import InvalidImageError, parse_image_name
-    from credprov.matching import explain_match
+    from credprov.credentialprovider.images import InvalidImageError, parse_image_name
+    from credprov.credentialprovider.matching import explain_match
+    from credprov.credentialprovider.plugin.config import load_config
 
     config, _ = load_config(args.config, feature_gates(args))
     try:

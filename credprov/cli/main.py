@@ -76,9 +76,9 @@ def feature_gates(args: argparse.Namespace) -> dict[str, bool]:
     """The ``--feature-gates`` of :func:`add_common`, parsed as the kubelet parses them.
 
     Raises:
-        credprov.config.ConfigError: an unknown gate or a value that is not a bool.
+        credprov.credentialprovider.plugin.config.ConfigError: an unknown gate or a value that is not a bool.
     """
-    from credprov.config import parse_feature_gates
+    from credprov.credentialprovider.plugin.config import parse_feature_gates
 
     return parse_feature_gates(args.feature_gates)
 
@@ -222,7 +222,7 @@ def _setup_logging(verbosity: int) -> None:
 def one_line(message: str) -> str:
     """Fold a multi-line message (e.g. YAML errors, plugin stderr) into one line, with
     control characters escaped so nothing from a plugin or a file reaches the terminal raw."""
-    from credprov.redact import terminal_safe  # imports logging: only when printing one
+    from credprov.base.redact import terminal_safe  # imports logging: only when printing one
 
     return terminal_safe(str(message))
 

@@ -154,8 +154,8 @@ def parse_feature_gates(spec: str) -> dict[str, bool]:
     Raises:
         CLIError: an unknown gate or a value that is not a bool (component-base's text).
     """
-    from credprov.config import ConfigError
-    from credprov.config import parse_feature_gates as parse_gates
+    from credprov.credentialprovider.plugin.config import ConfigError
+    from credprov.credentialprovider.plugin.config import parse_feature_gates as parse_gates
     from credprov.nodeauth.authorizer import FEATURE_GATE_DEFAULTS
 
     try:

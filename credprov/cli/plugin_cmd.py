@@ -79,9 +79,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run_exec(args: argparse.Namespace) -> int:
+    from credprov._go.durations import parse_duration
     from credprov.cli.main import feature_gates
-    from credprov.durations import parse_duration
-    from credprov.plugin.probe import probe_provider
+    from credprov.credentialprovider.plugin.probe import probe_provider
 
     timeout = parse_duration(args.plugin_timeout)
     if timeout <= 0:
@@ -126,7 +126,7 @@ def run_exec(args: argparse.Namespace) -> int:
 
 
 def run_install(args: argparse.Namespace) -> int:
-    from credprov.install import InstallError, available_plugins, install
+    from credprov.credentialprovider.plugin.install import InstallError, available_plugins, install
 
     if args.list:
         for name, entry in sorted(available_plugins().items()):

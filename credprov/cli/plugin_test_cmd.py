@@ -2,7 +2,7 @@
 
 ``credprov/cli/plugin_cmd.py`` owns the ``plugin`` group and calls :func:`add_test_parser`
 with its subparsers, then adds the common options (``-v``) itself, so this module does not.
-The checks and their rules are documented in :mod:`credprov.conformance`.
+The checks and their rules are documented in :mod:`credprov.credentialprovider.plugin.conformance`.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def add_test_parser(plugin_subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _api_version(value: str) -> str:
-    from credprov.conformance import normalize_api_version
+    from credprov.credentialprovider.plugin.conformance import normalize_api_version
 
     try:
         return normalize_api_version(value)
@@ -122,7 +122,7 @@ def _name_value(value: str) -> tuple[str, str]:
 
 
 def _duration(value: str) -> int:
-    from credprov.durations import DurationError, parse_duration
+    from credprov._go.durations import DurationError, parse_duration
 
     try:
         ns = parse_duration(value)
@@ -150,7 +150,7 @@ def resolve_binary(binary: str) -> str:
 
 
 def _read_token(path: str) -> str:
-    from credprov.fileio import read_bounded
+    from credprov.base.fileio import read_bounded
 
     try:
         token = read_bounded(path, 1024 * 1024).decode("utf-8").strip()
@@ -172,7 +172,7 @@ def format_line(check: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from credprov.conformance import run_conformance
+    from credprov.credentialprovider.plugin.conformance import run_conformance
 
     binary = resolve_binary(args.binary)
     token = args.service_account_token

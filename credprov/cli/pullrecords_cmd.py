@@ -221,7 +221,7 @@ def run_show(args: argparse.Namespace) -> int:
 def _keep_refs(args: argparse.Namespace) -> set[str]:
     keep = {ref for group in args.keep for ref in group}
     if args.keep_file:
-        from credprov.fileio import read_bounded
+        from credprov.base.fileio import read_bounded
 
         try:
             text = read_bounded(args.keep_file).decode("utf-8")

@@ -1,7 +1,7 @@
 """``credprov simulate SCENARIO.yaml``: replay pods asking a node for images, KEP-2535 on.
 
 Mirrors the kubelet's ``EnsureImageExists`` with the ``KubeletEnsureSecretPulledImages``
-pull manager (:mod:`credprov.pullmanager.ensure`, :mod:`credprov.pullmanager.manager`): each
+pull manager (:mod:`credprov.kubelet.ensure`, :mod:`credprov.pullmanager.manager`): each
 pod step prints what the kubelet would decide (pulled / used the present image /
 ``ErrImageNeverPull`` / pull failed), its events and the
 ``kubelet_image_manager_ensure_image_requests_total`` labels. The node is a fake runtime and

@@ -2,9 +2,9 @@
 
 Each function takes the :class:`~credprov.doctor.context.Context` and returns findings.
 They call the library rather than re-implementing it: the config is read and validated by
-:func:`credprov.config.load_config` (the kubelet's text), linted by
-:func:`credprov.lint.lint_config`, matching is :func:`credprov.matching.explain_match`, and
-a plugin's answer is judged by :func:`credprov.conformance.run_conformance`.
+:func:`credprov.credentialprovider.plugin.config.load_config` (the kubelet's text), linted by
+:func:`credprov.credentialprovider.lint.lint_config`, matching is :func:`credprov.credentialprovider.matching.explain_match`, and
+a plugin's answer is judged by :func:`credprov.credentialprovider.plugin.conformance.run_conformance`.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import difflib
 import stat
 
 from credprov.api import internal
-from credprov.conformance import run_conformance
+from credprov.credentialprovider.images import InvalidImageError, parse_image_name
+from credprov.credentialprovider.matching import explain_match, urls_match_str
+from credprov.credentialprovider.plugin.conformance import run_conformance
 from credprov.doctor.binaries import check_executable
 from credprov.doctor.context import SA_TOKEN_GATE, Context
 from credprov.doctor.discovery import BIN_DIR, CONFIG
 from credprov.doctor.report import Finding, Status
-from credprov.images import InvalidImageError, parse_image_name
-from credprov.matching import explain_match, urls_match_str
 
 __all__ = [
     "check_bin_dir",
@@ -112,7 +112,7 @@ def check_flags(ctx: Context) -> list[Finding]:
 
 
 def check_provider_config(ctx: Context) -> list[Finding]:
-    from credprov.config import ConfigError, load_config
+    from credprov.credentialprovider.plugin.config import ConfigError, load_config
 
     path = ctx.setup.get(CONFIG)
     if path is None:
@@ -149,7 +149,7 @@ def check_provider_config(ctx: Context) -> list[Finding]:
 
 
 def check_lint(ctx: Context) -> list[Finding]:
-    from credprov.lint import lint_config
+    from credprov.credentialprovider.lint import lint_config
 
     if ctx.config is None:
         return [_skip("provider-config.lint", "no valid provider config")]

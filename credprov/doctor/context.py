@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from credprov.api import internal
+from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT
 from credprov.doctor.discovery import KubeletSetup
 from credprov.doctor.rootfs import NodeRoot
-from credprov.plugin.exec import DEFAULT_PLUGIN_TIMEOUT
 
 __all__ = ["Context", "DoctorOptions", "DoctorUsageError"]
 

@@ -411,7 +411,7 @@ _FALSE = ("0", "f", "F", "false", "FALSE", "False")
 def _merge_gate_flag(setup: KubeletSetup, spec: str, origin: str) -> None:
     """``--feature-gates A=true,B=false``: every gate written, invalid values noted.
 
-    Unlike :func:`credprov.config.parse_feature_gates`, unknown gate names are kept (the
+    Unlike :func:`credprov.credentialprovider.plugin.config.parse_feature_gates`, unknown gate names are kept (the
     kubelet knows hundreds; the doctor only reads a few).
     """
     for item in spec.split(","):

@@ -22,11 +22,11 @@ import stat
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from credprov.credentialprovider.images import InvalidImageError, parse_image_name
+from credprov.credentialprovider.matching import urls_match_str
 from credprov.doctor.context import ENSURE_PULLED_GATE, SA_TOKEN_GATE, Context, DoctorUsageError
 from credprov.doctor.discovery import ALLOWLIST, POLICY, ROOT_DIR
 from credprov.doctor.report import Finding, Status
-from credprov.images import InvalidImageError, parse_image_name
-from credprov.matching import urls_match_str
 from credprov.pullmanager.interfaces import RuntimeImage
 
 __all__ = [
@@ -283,7 +283,7 @@ def check_kep4412_rbac(ctx: Context) -> list[Finding]:
         return [_skip("kep4412.rbac", "no provider has tokenAttributes")]
     if not ctx.gate(SA_TOKEN_GATE):
         return [_skip("kep4412.rbac", f"{SA_TOKEN_GATE} is off")]
-    from credprov.chain import ServiceAccountError, TokenRequest
+    from credprov.credentialprovider.chain import ServiceAccountError, TokenRequest
     from credprov.nodeauth import NodeAPI
 
     store = load_store(ctx)
@@ -385,7 +385,7 @@ def load_node_images(ctx: Context) -> list[RuntimeImage]:
             raise DoctorUsageError(f"--images {options.images_file}: {exc.strerror}") from None
         return parse_images(data, options.images_file)
     assert options.cri is not None
-    from credprov.runtime.cri import CRIError, CRIRuntime
+    from credprov.cri.client import CRIError, CRIRuntime
 
     try:
         with CRIRuntime(options.cri) as runtime:
@@ -422,7 +422,7 @@ def parse_images(data: str, where: str) -> list[RuntimeImage]:
 
 def _default_pull_policy(image: str) -> str:
     """The API server's default: ``Always`` for ``:latest`` or no tag, else ``IfNotPresent``."""
-    from credprov.images import split_reference
+    from credprov.credentialprovider.images import split_reference
 
     try:
         _, tag, digest = split_reference(image)
@@ -434,7 +434,7 @@ def _default_pull_policy(image: str) -> str:
 
 
 def _find_image(image: str, node_images: list[RuntimeImage]) -> RuntimeImage | None:
-    from credprov.images import normalize_reference
+    from credprov.credentialprovider.images import normalize_reference
 
     try:
         full = normalize_reference(image)

@@ -1,6 +1,6 @@
 """The doctor's findings: one :class:`Finding` per check and subject, and how they print.
 
-Statuses are the conformance harness's (:class:`credprov.conformance.Status`): ``fail`` is
+Statuses are the conformance harness's (:class:`credprov.credentialprovider.plugin.conformance.Status`): ``fail`` is
 what makes the kubelet exit or a pod stop starting, ``warn`` what works today but is likely
 wrong, ``skip`` a check that could not or was asked not to run.
 """
@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from credprov.conformance import Status
+from credprov.credentialprovider.plugin.conformance import Status
 
 __all__ = ["GROUPS", "Finding", "Report", "Status", "render_text"]
 

@@ -60,8 +60,8 @@ class AsPod:
 
     @property
     def info(self) -> Any:
-        """The :class:`credprov.chain.PodInfo` providers are asked for."""
-        from credprov.chain import PodInfo
+        """The :class:`credprov.credentialprovider.chain.PodInfo` providers are asked for."""
+        from credprov.credentialprovider.chain import PodInfo
 
         return PodInfo(
             namespace=self.namespace,

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from credprov.kubelet import KubeletError
 
 if TYPE_CHECKING:
-    from credprov.engine import Engine
+    from credprov.credentialprovider.engine import Engine
 
     # Not at run time: it would import the pull manager's pydantic records and
     # prometheus_client into every get-credentials run.
@@ -86,7 +86,7 @@ def open_cri_runtime(endpoint: str, *, pull_timeout: float = 300.0) -> ImageServ
     """
     parse_cri_endpoint(endpoint)
     try:
-        from credprov.runtime.cri import CRIError, CRIRuntime
+        from credprov.cri.client import CRIError, CRIRuntime
     except ImportError as exc:  # a broken install; the client imports grpc lazily itself
         raise KubeletError(f"the CRI client cannot be loaded: {exc}") from None
     try:
@@ -99,7 +99,7 @@ def open_cri_runtime(endpoint: str, *, pull_timeout: float = 300.0) -> ImageServ
 def is_runtime_error(exc: BaseException) -> bool:
     """Whether ``exc`` is the CRI client's own error (the runtime went away mid-run)."""
     try:
-        from credprov.runtime.cri import CRIError
+        from credprov.cri.client import CRIError
     except ImportError:
         return False
     return isinstance(exc, CRIError)
@@ -219,10 +219,10 @@ def node_engine(
 
     Raises:
         KubeletError: an unreadable or invalid docker config.
-        credprov.config.ConfigError: the kubelet's plugin registration errors.
+        credprov.credentialprovider.plugin.config.ConfigError: the kubelet's plugin registration errors.
     """
-    from credprov.engine import Engine
-    from credprov.objects import ObjectsError, load_docker_config_keyring
+    from credprov.credentialprovider.engine import Engine
+    from credprov.credentialprovider.objects import ObjectsError, load_docker_config_keyring
 
     try:
         node_keyring = load_docker_config_keyring(node_docker_config)
@@ -230,7 +230,7 @@ def node_engine(
         raise KubeletError(str(exc)) from None
     providers = None
     if plugins is not None:
-        from credprov.plugin.registry import register_credential_provider_plugins
+        from credprov.credentialprovider.plugin.registry import register_credential_provider_plugins
 
         config, bin_dir = plugins
         # ConfigError carries the kubelet's text; main prints it as one line.
@@ -294,7 +294,7 @@ class KubeletNode:
         Raises:
             ValueError: an unknown policy or invalid allowlist pattern.
         """
-        from credprov.pullmanager.ensure import EnsureImage
+        from credprov.kubelet.ensure import EnsureImage
 
         self.manager = None
         if self.feature_gate:
@@ -327,8 +327,8 @@ class KubeletNode:
         are the pull secret names that could not be found (the kubelet's
         ``FailedToRetrieveImagePullSecret`` warning). Returns the report ``ensure-image
         -o json`` prints: per container its decision, events and provider errors."""
-        from credprov.chain import PodInfo
-        from credprov.pullmanager.ensure import Container
+        from credprov.credentialprovider.chain import PodInfo
+        from credprov.kubelet.ensure import Container
 
         events: list[dict[str, str]] = []
         if missing:
@@ -382,7 +382,7 @@ def recorded_to_dict(result: Any) -> dict[str, Any] | None:
 
 
 def ensure_result_to_dict(result: Any) -> dict[str, Any]:
-    """The JSON form of an :class:`credprov.pullmanager.ensure.EnsureResult` (no secret:
+    """The JSON form of an :class:`credprov.kubelet.ensure.EnsureResult` (no secret:
     credentials appear as their source label and KEP-2535 hash only)."""
     return {
         "image": result.image,

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from credprov._gofmt import go_quote
+from credprov._go.fmt import go_quote
 from credprov.kubelet import KubeletError
 
 __all__ = [
@@ -90,7 +90,7 @@ def parse_pod(obj: Mapping[str, Any], where: str = "pod") -> PodSpec:
     (Over 80 lines on purpose: it applies the API server's defaulting and validation field by
     field, in the API's order.)
     """
-    from credprov.pullmanager.ensure import default_pull_policy
+    from credprov.kubelet.ensure import default_pull_policy
 
     def fail(field: str, reason: str) -> PodSpecError:
         return PodSpecError(f"{where}: {field}: {reason}")
@@ -185,7 +185,7 @@ def load_pod(path: str) -> PodSpec:
     Raises:
         PodSpecError: unreadable, not YAML, not exactly one Pod, or an invalid Pod.
     """
-    from credprov.objects import ObjectsError, load_objects
+    from credprov.credentialprovider.objects import ObjectsError, load_objects
 
     try:
         objects = load_objects(path, "pod file")

@@ -42,7 +42,10 @@ class SecretSpec:
     auths: dict[str, Any]
 
     def to_object(self) -> dict[str, Any]:
-        from credprov.keyring import DOCKER_CONFIG_JSON_KEY, DOCKER_CONFIG_JSON_TYPE
+        from credprov.credentialprovider.keyring import (
+            DOCKER_CONFIG_JSON_KEY,
+            DOCKER_CONFIG_JSON_TYPE,
+        )
 
         return {
             "apiVersion": "v1",
@@ -141,7 +144,7 @@ class _V:
         return [self.string(v, f"{where}[{i}]") for i, v in enumerate(self.seq(value, where))]
 
     def image_name(self, value: Any, where: str) -> str:
-        from credprov.images import InvalidImageError, parse_image_name
+        from credprov.credentialprovider.images import InvalidImageError, parse_image_name
 
         name = self.string(value, where)
         try:
@@ -151,7 +154,7 @@ class _V:
         return name
 
     def auths(self, value: Any, where: str) -> dict[str, Any]:
-        from credprov.keyring import KeyringError, tracked_auth_configs
+        from credprov.credentialprovider.keyring import KeyringError, tracked_auth_configs
 
         auths = self.mapping(value, where, optional=list(value) if isinstance(value, dict) else ())
         if not auths:
@@ -186,9 +189,9 @@ def load_scenario(path: str) -> Scenario:
     (Over 80 lines on purpose: it checks every field in document order, so each error names the
     first bad field.)
     """
-    from credprov.fileio import read_bounded
-    from credprov.gojson import YAMLError, load_yaml_all
-    from credprov.pullmanager.ensure import PULL_POLICIES
+    from credprov._go.json import YAMLError, load_yaml_all
+    from credprov.base.fileio import read_bounded
+    from credprov.kubelet.ensure import PULL_POLICIES
     from credprov.pullmanager.policies import DEFAULT_POLICY, validate_policy_config
 
     v = _V(path)

@@ -1,7 +1,7 @@
 """Replaying a scenario on a simulated node: fake registry and runtime, real pull records.
 
 Mirrors the kubelet's ``EnsureImageExists`` with the ``KubeletEnsureSecretPulledImages``
-pull manager (:mod:`credprov.pullmanager.ensure`, :mod:`credprov.pullmanager.manager`):
+pull manager (:mod:`credprov.kubelet.ensure`, :mod:`credprov.pullmanager.manager`):
 each pod step yields what the kubelet would decide (pulled / used the present image /
 ``ErrImageNeverPull`` / pull failed), its events and the
 ``kubelet_image_manager_ensure_image_requests_total`` labels. The node's runtime and
@@ -15,14 +15,14 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from credprov.chain import (
+from credprov.credentialprovider.chain import (
     CredentialChain,
     CredentialRequest,
     KeyringSource,
     PullSecrets,
     SourceAnswer,
 )
-from credprov.keyring import DockerKeyring
+from credprov.credentialprovider.keyring import DockerKeyring
 from credprov.kubelet.node import KubeletNode, ensure_result_to_dict
 from credprov.kubelet.scenario import PodStep, Scenario, SecretSpec, Step
 
@@ -48,7 +48,7 @@ class Simulation:
     """A node built from a scenario: runtime, registry, manager, image manager."""
 
     def __init__(self, scenario: Scenario, root: str) -> None:
-        from credprov.keyring import CredentialOrigin, ServiceAccountCoordinates
+        from credprov.credentialprovider.keyring import CredentialOrigin, ServiceAccountCoordinates
         from credprov.pullmanager.metrics import PullManagerMetrics
         from credprov.testing import FakeRegistry, FakeRuntime, RegistryGrant
 
@@ -104,7 +104,7 @@ class Simulation:
 
     @property
     def ensure(self) -> Any:
-        """The node's image manager (:class:`credprov.pullmanager.ensure.EnsureImage`)."""
+        """The node's image manager (:class:`credprov.kubelet.ensure.EnsureImage`)."""
         return self.node.ensure
 
     def run_step(self, step: Step) -> dict[str, Any]:
@@ -147,8 +147,8 @@ class Simulation:
         return f"records of images the runtime no longer has pruned ({len(refs)} images kept)"
 
     def _pod(self, pod: PodStep) -> dict[str, Any]:
-        from credprov.chain import PodInfo
-        from credprov.pullmanager.ensure import Container
+        from credprov.credentialprovider.chain import PodInfo
+        from credprov.kubelet.ensure import Container
 
         info = PodInfo(
             namespace=pod.namespace,

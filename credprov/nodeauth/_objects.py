@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from credprov._gofmt import go_quote
+from credprov._go.fmt import go_quote
 from credprov.nodeauth.types import ObjectGetter
 
 __all__ = [

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from credprov._gofmt import go_quote
+from credprov._go.fmt import go_quote
 from credprov.errors import CredprovError
 from credprov.nodeauth._objects import MAPPINGS
 from credprov.nodeauth._objects import m as _m

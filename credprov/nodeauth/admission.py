@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, NoReturn
 
-from credprov._gofmt import go_quote
+from credprov._go.fmt import go_quote
 from credprov.errors import CredprovError
 from credprov.nodeauth import _labels, _refs, _semantic
 from credprov.nodeauth._audience import aggregate, pod_references_audience

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from credprov._gofmt import go_quote
+from credprov._go.fmt import go_quote
 from credprov.nodeauth import graph as g
 from credprov.nodeauth.identity import node_identity
 from credprov.nodeauth.types import Attributes, Decision

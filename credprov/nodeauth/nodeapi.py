@@ -38,8 +38,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from credprov.chain import ServiceAccountError, ServiceAccountInfo, TokenRequest
-from credprov.clock import Clock, RealClock
+from credprov.base.clock import Clock, RealClock
+from credprov.credentialprovider.chain import ServiceAccountError, ServiceAccountInfo, TokenRequest
 from credprov.errors import CredprovError
 from credprov.nodeauth.tokenmanager import (
     IssuedToken,
@@ -352,7 +352,7 @@ class NodeAPI:
                 )
         return result
 
-    # -- KEP-4412 callbacks for credprov.plugin.provider.PluginProvider ----------------------
+    # -- KEP-4412 callbacks for credprov.credentialprovider.plugin.provider.PluginProvider ----------------------
 
     def get_service_account(self, namespace: str, name: str) -> ServiceAccountInfo:
         """``GET serviceaccounts/<name>`` → ``ServiceAccountInfo`` (uid, annotations).

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from credprov._go.json import YAMLError, load_yaml_all
+from credprov.base.fileio import FileTooLargeError, read_bounded, read_stream
 from credprov.errors import CredprovError
-from credprov.fileio import FileTooLargeError, read_bounded, read_stream
-from credprov.gojson import YAMLError, load_yaml_all
 
 __all__ = [
     "CLUSTER_SCOPED_RESOURCES",

@@ -30,9 +30,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from credprov.clock import Clock, RealClock
+from credprov._go.singleflight import Group
+from credprov.base.clock import Clock, RealClock
 from credprov.errors import CredprovError
-from credprov.singleflight import Group
 
 __all__ = [
     "MAX_TTL_SECONDS",
@@ -102,7 +102,7 @@ class TokenManager:
     Args:
         request: sends one TokenRequest; returns the token or raises (its ``str`` must not
             quote a token).
-        clock: the issuer's :class:`credprov.clock.Clock` (its ``time()`` stamps tokens).
+        clock: the issuer's :class:`credprov.base.clock.Clock` (its ``time()`` stamps tokens).
 
     Thread-safe.
     """

@@ -1,1 +1,2 @@
-"""Adapters that run credential provider plugins: execution, caching, registration."""
+"""The stable import path ``credprov.plugin.registry`` (moved to
+:mod:`credprov.credentialprovider.plugin`)."""

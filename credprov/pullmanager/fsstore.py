@@ -54,7 +54,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
-from credprov.fileio import AtomicWriteError, sync_dir, write_atomic
+from credprov.base.fileio import AtomicWriteError, sync_dir, write_atomic
 from credprov.pullmanager.interfaces import StoreReadError, StoreWriteError
 from credprov.pullmanager.locks import MAX_LOCK_STRIPES, key_hash
 from credprov.pullmanager.types import (

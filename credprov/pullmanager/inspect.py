@@ -37,7 +37,7 @@ class FileCheck:
 
 def scan_files(store: Any) -> list[FileCheck]:
     """Decode every cache file strictly; also check it is where the kubelet looks for it."""
-    from credprov.fileio import FileTooLargeError, NotRegularFileError, read_bounded
+    from credprov.base.fileio import FileTooLargeError, NotRegularFileError, read_bounded
     from credprov.pullmanager.fsstore import MAX_FILE_SIZE, is_cache_filename
     from credprov.pullmanager.types import (
         RecordDecodeError,

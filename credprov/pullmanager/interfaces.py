@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from credprov.credentialprovider.keyring import TrackedAuthConfig
 from credprov.errors import CredprovError
-from credprov.keyring import TrackedAuthConfig
 from credprov.pullmanager.types import ImagePulledRecord, ImagePullIntent
 
 
@@ -80,7 +80,7 @@ class ImageService(Protocol):
 
     The one runtime contract: the pull manager's housekeeping needs :meth:`list_images`,
     the image manager (``EnsureImageExists``) :meth:`image_ref` and :meth:`pull_image`,
-    image garbage collection :meth:`remove_image`. :class:`credprov.runtime.cri.CRIRuntime`
+    image garbage collection :meth:`remove_image`. :class:`credprov.cri.client.CRIRuntime`
     (a real runtime over gRPC) and :class:`credprov.testing.FakeRuntime` implement it.
     """
 

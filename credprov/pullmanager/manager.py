@@ -43,7 +43,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from credprov.clock import Clock, RealClock, utc_now
+from credprov.base.clock import Clock, RealClock, utc_now
 from credprov.pullmanager.interfaces import (
     ImageService,
     PullRecordsAccessor,
@@ -213,7 +213,7 @@ class ImagePullManager:
             with ``require_credential_verification(image, image_pulled_by_kubelet)``.
         allowlist: ``preloadedImagesVerificationAllowlist`` (used with a policy name only).
         runtime: the CRI image service; when given, :meth:`initialize` runs now.
-        clock: a :class:`credprov.clock.Clock` (its wall-clock ``time()`` stamps records).
+        clock: a :class:`credprov.base.clock.Clock` (its wall-clock ``time()`` stamps records).
         accessor: where records live; default the file store under ``root`` behind the
             in-memory LRU layer.
         metrics: where results and gauges go; default ``PullManagerMetrics`` when available.

@@ -4,7 +4,7 @@ Mirrors ``pkg/kubelet/images/metrics.go`` (``kubelet_image_manager_ensure_image_
 recorded once per ``EnsureImageExists``) and ``pkg/kubelet/images/pullmanager/metrics.go``
 (``kubelet_imagemanager_image_mustpull_checks_total`` and the on-disk / in-memory size
 gauges). All are ALPHA upstream, hence the ``[ALPHA] `` help prefix component-base adds.
-Like :class:`credprov.metrics.Metrics`, each :class:`PullManagerMetrics` has its own
+Like :class:`credprov.credentialprovider.plugin.metrics.Metrics`, each :class:`PullManagerMetrics` has its own
 registry, so several managers in one process (or in tests) do not share counts.
 """
 

@@ -25,9 +25,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
-from credprov._gofmt import go_quote
+from credprov._go.fmt import go_quote
+from credprov.credentialprovider.images import InvalidImageError, parse_image_name
 from credprov.errors import CredprovError
-from credprov.images import InvalidImageError, parse_image_name
 
 __all__ = [
     "ALWAYS_VERIFY",

@@ -21,7 +21,7 @@ import json
 import logging
 from collections.abc import Iterable
 
-from credprov.images import InvalidImageError, parse_image_name
+from credprov.credentialprovider.images import InvalidImageError, parse_image_name
 from credprov.pullmanager.interfaces import StoreReadError, StoreWriteError
 from credprov.pullmanager.types import cache_filename
 

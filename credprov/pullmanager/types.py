@@ -265,7 +265,7 @@ def _load(data: bytes, kind: str) -> tuple[str, dict[str, Any]]:
 
 
 def _load_document(data: bytes) -> Any:
-    from credprov.api._decode import DecodeError, load_document
+    from credprov._go.decode import DecodeError, load_document
 
     try:
         doc = load_document(data)

@@ -1,1 +1,1 @@
-"""Container runtimes the image path drives (the CRI client lives in ``cri``)."""
+"""The stable import path ``credprov.runtime.cri`` (moved to :mod:`credprov.cri.client`)."""

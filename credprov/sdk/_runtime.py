@@ -39,7 +39,7 @@ class ProviderError(Exception):
 
     Any occurrence of the request's token or of a password the handler produced is
     redacted before printing, but do not put secrets in messages on purpose. (The engine
-    side has its own :class:`credprov.plugin.exec.PluginError`, for a plugin that failed
+    side has its own :class:`credprov.credentialprovider.plugin.exec.PluginError`, for a plugin that failed
     as the kubelet sees it; this one is the plugin's own refusal.)
     """
 
@@ -108,7 +108,7 @@ class Context:
 
 
 def _seconds_to_go(seconds: float) -> str:
-    from credprov.durations import SECOND, format_duration
+    from credprov._go.durations import SECOND, format_duration
 
     return format_duration(int(seconds * SECOND))
 
@@ -118,7 +118,7 @@ def _duration_seconds(value: float | str | None) -> tuple[str | None, float | No
     if value is None:
         return None, None
     if isinstance(value, str):
-        from credprov.durations import SECOND, DurationError, format_duration, parse_duration
+        from credprov._go.durations import SECOND, DurationError, format_duration, parse_duration
 
         try:
             ns = parse_duration(value)

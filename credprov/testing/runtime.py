@@ -23,13 +23,13 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from credprov.images import (
+from credprov.credentialprovider.images import (
     InvalidImageError,
     normalize_reference,
     parse_image_name,
     split_reference,
 )
-from credprov.keyring import TrackedAuthConfig
+from credprov.credentialprovider.keyring import TrackedAuthConfig
 from credprov.pullmanager.interfaces import REGISTRY_UNAVAILABLE, PullError, RuntimeImage
 
 __all__ = [

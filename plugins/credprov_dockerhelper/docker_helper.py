@@ -120,10 +120,10 @@ def _short(text: str) -> str:
 
 def _providers(environ: Mapping[str, str]) -> Any:
     """The registered providers of the configured kubelet config, or None for none."""
-    from credprov.config import ConfigError
+    from credprov.credentialprovider.plugin.config import ConfigError
+    from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT
+    from credprov.credentialprovider.plugin.registry import register_credential_provider_plugins
     from credprov.durations import DurationError, parse_duration
-    from credprov.plugin.exec import DEFAULT_PLUGIN_TIMEOUT
-    from credprov.plugin.registry import register_credential_provider_plugins
 
     config = environ.get(ENV_CONFIG, DEFAULT_CONFIG)
     if not config:
@@ -154,11 +154,15 @@ def lookup(server_url: str, environ: Mapping[str, str]) -> tuple[str, str] | Non
         HelperError: bad configuration, a bad server URL, or no credential because a
             matching plugin failed.
     """
-    from credprov.engine import Engine, ImageResolution
-    from credprov.keyring import KeyringError, make_pull_secret_keyring
+    from credprov.credentialprovider.engine import Engine, ImageResolution
+    from credprov.credentialprovider.keyring import KeyringError, make_pull_secret_keyring
 
     host, path = normalize_server_url(server_url)
-    from credprov.objects import ObjectsError, load_docker_config_keyring, load_pull_secrets
+    from credprov.credentialprovider.objects import (
+        ObjectsError,
+        load_docker_config_keyring,
+        load_pull_secrets,
+    )
 
     try:
         secrets = load_pull_secrets(

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from credprov.keyring import (
+from credprov.credentialprovider.keyring import (
     DOCKER_CONFIG_JSON_KEY,
     DOCKER_CONFIG_JSON_TYPE,
     DOCKERCFG_KEY,
@@ -134,7 +134,7 @@ def load(path: str) -> StaticConfig:
 
 
 def _read(path: str, what: str) -> bytes:
-    from credprov.fileio import FileTooLargeError, read_bounded
+    from credprov.base.fileio import FileTooLargeError, read_bounded
 
     try:
         return read_bounded(path, _MAX_FILE_BYTES)
@@ -258,7 +258,7 @@ def _string_list(path: str, where: str, value: Any) -> list[str]:
 
 def _pattern_key(path: str, where: str, pattern: str) -> str:
     """The keyring key of ``pattern``, after checking the kubelet could ever match it."""
-    from credprov.matching import (
+    from credprov.credentialprovider.matching import (
         GoURLError,
         MatchPatternError,
         filepath_match,
@@ -427,7 +427,7 @@ def _credentials(path: str, value: Any) -> list[Credential]:
 
 
 def _mirror(path: str, value: Any, creds: tuple[Credential, ...]) -> Mirror:
-    from credprov.matching import urls_match_str
+    from credprov.credentialprovider.matching import urls_match_str
 
     if not isinstance(value, dict):
         raise ConfigError(f"{path}: mirror must be a mapping")

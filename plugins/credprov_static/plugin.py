@@ -22,8 +22,12 @@ sorts last for the same reason and reads better. Such answers are always cached 
 
 from __future__ import annotations
 
-from credprov.images import InvalidImageError, is_default_registry_match, parse_image_name
-from credprov.matching import urls_match_str
+from credprov.credentialprovider.images import (
+    InvalidImageError,
+    is_default_registry_match,
+    parse_image_name,
+)
+from credprov.credentialprovider.matching import urls_match_str
 from credprov.sdk import Context, ProviderError, Request, Response
 from credprov_static.config import (
     MIRROR_FIRST,

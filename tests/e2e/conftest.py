@@ -6,7 +6,7 @@
   registries for the CRI tests (plain HTTP with htpasswd, self-signed TLS, no auth, and
   per-test ones that can rotate accounts or go down);
 * ``containerd`` and ``cri_runtime``: containerd with its CRI plugin in a private temporary
-  directory, and a :class:`credprov.runtime.cri.CRIRuntime` connected to it.
+  directory, and a :class:`credprov.cri.client.CRIRuntime` connected to it.
 
 Every fixture stops what it started, also when a test fails.
 """
@@ -31,7 +31,7 @@ from tests.e2e.registry import (
 )
 
 if TYPE_CHECKING:
-    from credprov.runtime.cri import CRIRuntime
+    from credprov.cri.client import CRIRuntime
 
 
 @pytest.fixture(scope="session")
@@ -108,8 +108,8 @@ def containerd() -> Iterator[Containerd]:
 
 @pytest.fixture
 def cri_runtime(containerd: Containerd) -> Iterator[CRIRuntime]:
-    """A :class:`credprov.runtime.cri.CRIRuntime` connected to ``containerd``."""
-    from credprov.runtime.cri import CRIRuntime
+    """A :class:`credprov.cri.client.CRIRuntime` connected to ``containerd``."""
+    from credprov.cri.client import CRIRuntime
 
     with CRIRuntime(containerd.endpoint) as runtime:
         yield runtime

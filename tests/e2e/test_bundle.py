@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from credprov.bundle._multicall import PLUGINS
-from credprov.install import install as venv_install
+from credprov.credentialprovider.plugin.install import install as venv_install
 from tests.conftest import CANARY
 from tests.e2e.noderoot import BIN_DIR, chroot, find_python, inside, node_root
 
@@ -150,8 +150,8 @@ def wrapper_bin_dir(root: Path, directory: Path) -> Path:
 
 
 def test_engine_drives_the_installed_plugins(installed: Path, tmp_path: Path) -> None:
-    from credprov.engine import Engine
-    from credprov.plugin.registry import register_credential_provider_plugins
+    from credprov.credentialprovider.engine import Engine
+    from credprov.credentialprovider.plugin.registry import register_credential_provider_plugins
 
     config = tmp_path / "config.yaml"
     config.write_text(

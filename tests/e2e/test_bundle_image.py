@@ -132,7 +132,7 @@ def test_image_installs_plugins_and_config_then_changes_nothing(
     assert sorted(p.name for p in bin_dir.iterdir() if not p.name.startswith(".")) == sorted(
         ["static-credential-provider", "ecr-credential-provider"]
     )
-    from credprov.config import load_config
+    from credprov.credentialprovider.plugin.config import load_config
 
     config, _hash = load_config(str(config_dir / "credprov-plugins.yaml"))
     assert [p.name for p in config.providers] == ["static-credential-provider"]

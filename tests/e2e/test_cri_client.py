@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from credprov.keyring import TrackedAuthConfig
+from credprov.credentialprovider.keyring import TrackedAuthConfig
+from credprov.cri.client import CRIError, CRIRuntime, RuntimeVersion
 from credprov.pullmanager.interfaces import PullError
-from credprov.runtime.cri import CRIError, CRIRuntime, RuntimeVersion
 from tests.conftest import CANARY
 from tests.e2e.containerd import Containerd, start_containerd
 from tests.e2e.registry import PushedImage, Registry, push_image
@@ -391,9 +391,9 @@ def test_ensure_image_with_a_real_runtime(
 ) -> None:
     """KEP-2535 on a real runtime: pod A's pull secret pulls the image; pod B, with no
     secret, finds it present but must pull itself, and the registry refuses it."""
-    from credprov.chain import PodInfo
+    from credprov.credentialprovider.chain import PodInfo
+    from credprov.kubelet.ensure import Container, EnsureImage
     from credprov.pullmanager import ImagePullManager
-    from credprov.pullmanager.ensure import Container, EnsureImage
 
     pushed = push_image(auth_registry, "cri/ensure")
     username, password = next(iter(auth_registry.users.items()))

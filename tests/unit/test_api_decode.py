@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from credprov.api._decode import (
+from credprov._go.decode import (
     BOOL,
     MAX_STRICT_ERRORS,
     STRING,

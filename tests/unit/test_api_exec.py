@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from credprov._go.decode import DecodeError, StrictDecodingError, load_document
 from credprov.api import internal
-from credprov.api._decode import DecodeError, StrictDecodingError, load_document
 from credprov.api.exec import (
     decode_request,
     decode_response,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from credprov.api import internal
-from credprov.config import ConfigError, load_config, read_config
+from credprov.credentialprovider.plugin.config import ConfigError, load_config, read_config
 
 MINUTE = 60 * 10**9
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from credprov._go.durations import MILLISECOND, SECOND
 from credprov.cli.main import CLIError
 from credprov.cli.plugin_test_cmd import add_test_parser, format_line, run
-from credprov.conformance import (
+from credprov.credentialprovider.plugin.conformance import (
     REDACTED,
     Check,
     Report,
@@ -24,8 +25,7 @@ from credprov.conformance import (
     normalize_api_version,
     run_conformance,
 )
-from credprov.durations import MILLISECOND, SECOND
-from credprov.plugin.exec import DEFAULT_PLUGIN_TIMEOUT
+from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT
 from tests.conftest import CANARY, install_fake_plugin
 
 V1 = "credentialprovider.kubelet.k8s.io/v1"

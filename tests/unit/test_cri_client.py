@@ -18,9 +18,8 @@ from typing import Any
 
 import pytest
 
-from credprov.keyring import TrackedAuthConfig
-from credprov.pullmanager.interfaces import PullError
-from credprov.runtime.cri import (
+from credprov.credentialprovider.keyring import TrackedAuthConfig
+from credprov.cri.client import (
     CRIError,
     CRIRuntime,
     auth_config,
@@ -28,6 +27,7 @@ from credprov.runtime.cri import (
     parse_endpoint,
     pull_image_request,
 )
+from credprov.pullmanager.interfaces import PullError
 from tests.conftest import CANARY
 
 grpc = pytest.importorskip("grpc")
@@ -123,7 +123,7 @@ def test_cri_error_is_one_line() -> None:
 
 def test_importing_the_client_does_not_import_grpc() -> None:
     code = (
-        "import sys, credprov.runtime.cri, credprov.pullmanager.ensure;"
+        "import sys, credprov.cri.client, credprov.kubelet.ensure;"
         "print('grpc' in sys.modules, 'cri_api' in sys.modules)"
     )
     out = subprocess.run(
@@ -301,8 +301,8 @@ def test_pull_error_never_echoes_the_password(fake: tuple[FakeCRI, CRIRuntime]) 
 def test_registry_unavailable_reaches_the_image_manager(
     fake: tuple[FakeCRI, CRIRuntime],
 ) -> None:
-    from credprov.chain import PodInfo
-    from credprov.pullmanager.ensure import ERR_REGISTRY_UNAVAILABLE, Container, EnsureImage
+    from credprov.credentialprovider.chain import PodInfo
+    from credprov.kubelet.ensure import ERR_REGISTRY_UNAVAILABLE, Container, EnsureImage
 
     servicer, runtime = fake
     servicer.pull = Answer(code="UNKNOWN", details="RegistryUnavailable: connection refused")

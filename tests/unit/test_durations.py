@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from credprov.durations import (
+from credprov._go.durations import (
     HOUR,
     MICROSECOND,
     MILLISECOND,

@@ -260,7 +260,7 @@ def test_rotated_secret_is_still_known(node: Node, capsys: pytest.CaptureFixture
     assert len(node.runtime.pulls) == pulls
     [record] = node.records()
     [cred] = record["credentialMapping"][f"{REGISTRY}/private/app"]["kubernetesSecrets"]
-    from credprov.keyring import hash_auth_config
+    from credprov.credentialprovider.keyring import hash_auth_config
 
     assert cred["credentialHash"] == hash_auth_config("robot", "rotated-" + CANARY)
 
@@ -745,8 +745,8 @@ def test_canary_never_printed_even_on_denial(
 
 def test_config_examples_parse() -> None:
     """The docs' example pods and secrets are valid as shipped."""
+    from credprov.credentialprovider.objects import load_pull_secrets
     from credprov.kubelet.podspec import load_pod
-    from credprov.objects import load_pull_secrets
 
     pods = sorted(REPO_ROOT.glob("config/ensure-pod-*.yaml"))
     assert pods, "config/ensure-pod-*.yaml missing"
@@ -758,7 +758,7 @@ def test_config_examples_parse() -> None:
 def test_runtime_failure_during_a_pull_fails_that_container_only(
     node: Node, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from credprov.runtime.cri import CRIError
+    from credprov.cri.client import CRIError
 
     real_pull = node.runtime.pull_image
 
@@ -785,7 +785,7 @@ def test_runtime_failure_during_a_pull_fails_that_container_only(
 def test_failing_image_list_does_not_fail_a_pull(
     node: Node, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from credprov.runtime.cri import CRIError
+    from credprov.cri.client import CRIError
 
     def gone() -> list[Any]:
         raise CRIError("cannot reach the runtime: connection refused", "Unavailable")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from credprov import field_errors as fe
-from credprov.field_errors import ErrorType, FieldError, GoJSONValue
+from credprov._go import field_errors as fe
+from credprov._go.field_errors import ErrorType, FieldError, GoJSONValue
 
 
 @pytest.mark.parametrize(

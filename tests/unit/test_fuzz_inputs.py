@@ -27,8 +27,8 @@ import pytest
 
 from credprov.api import internal
 from credprov.cli.main import main
+from credprov.credentialprovider.plugin.exec import ExecPlugin
 from credprov.errors import CredprovError
-from credprov.plugin.exec import ExecPlugin
 from credprov.pullmanager.types import cache_filename
 from tests.conftest import CANARY
 

@@ -1,10 +1,10 @@
-"""Go ``net/url.Parse`` / ``net.SplitHostPort`` parity for ``credprov._gourl``."""
+"""Go ``net/url.Parse`` / ``net.SplitHostPort`` parity for ``credprov._go.url``."""
 
 from __future__ import annotations
 
 import pytest
 
-from credprov._gourl import AddrError, GoURL, GoURLError, go_quote, parse, split_host_port
+from credprov._go.url import AddrError, GoURL, GoURLError, go_quote, parse, split_host_port
 
 PARSE_OK = [
     pytest.param("https://registry.io", GoURL(scheme="https", host="registry.io"), id="host"),

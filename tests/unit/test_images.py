@@ -1,10 +1,10 @@
-"""distribution/reference ``ParseNormalizedNamed(...).Name()`` parity for ``credprov.images``."""
+"""distribution/reference ``ParseNormalizedNamed(...).Name()`` parity for ``credprov.credentialprovider.images``."""
 
 from __future__ import annotations
 
 import pytest
 
-from credprov.images import (
+from credprov.credentialprovider.images import (
     InvalidImageError,
     is_default_registry_match,
     parse_image_name,

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from credprov.keyring import (
+from credprov.credentialprovider.keyring import (
     CredentialOrigin,
     DockerKeyring,
     KeyringError,

@@ -1,4 +1,4 @@
-"""Warnings for configs that validate but cannot match (``credprov.lint``)."""
+"""Warnings for configs that validate but cannot match (``credprov.credentialprovider.lint``)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
+from credprov._go.durations import MINUTE
 from credprov.api import internal
-from credprov.durations import MINUTE
-from credprov.lint import lint_config
-from credprov.matching import urls_match_str
+from credprov.credentialprovider.lint import lint_config
+from credprov.credentialprovider.matching import urls_match_str
 
 
 def config(*patterns: str, default: int = 10 * MINUTE) -> internal.CredentialProviderConfig:

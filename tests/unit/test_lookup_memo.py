@@ -14,14 +14,18 @@ from pathlib import Path
 
 import pytest
 
+from credprov._go.durations import MINUTE, SECOND
 from credprov.api import internal
-from credprov.cache import CACHE_PURGE_INTERVAL
-from credprov.clock import FakeClock
-from credprov.durations import MINUTE, SECOND
-from credprov.keyring import DockerKeyring
-from credprov.matching import host_match_paths, split_plain_target, urls_match_str
-from credprov.metrics import Metrics
-from credprov.plugin.registry import CredentialProviders
+from credprov.base.clock import FakeClock
+from credprov.credentialprovider.cache import CACHE_PURGE_INTERVAL
+from credprov.credentialprovider.keyring import DockerKeyring
+from credprov.credentialprovider.matching import (
+    host_match_paths,
+    split_plain_target,
+    urls_match_str,
+)
+from credprov.credentialprovider.plugin.metrics import Metrics
+from credprov.credentialprovider.plugin.registry import CredentialProviders
 from tests.unit.test_provider_cache import ScriptedPlugin, make_provider
 
 GLOBS = [
@@ -193,7 +197,7 @@ def _config_documents() -> list[Path]:
 
 @pytest.mark.parametrize("path", _config_documents(), ids=lambda p: p.name)
 def test_config_decoding_without_pydantic_equals_the_models(path: Path) -> None:
-    from credprov.api._decode import load_document
+    from credprov._go.decode import load_document
     from credprov.api.config import decode_config, validate_with_models
 
     doc = load_document(path.read_bytes())

@@ -1,4 +1,4 @@
-"""keyring.go ``URLsMatch`` / ``filepath.Match`` parity for ``credprov.matching``."""
+"""keyring.go ``URLsMatch`` / ``filepath.Match`` parity for ``credprov.credentialprovider.matching``."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from credprov._gourl import GoURL, GoURLError
-from credprov.matching import (
+from credprov._go.url import GoURL, GoURLError
+from credprov.credentialprovider.matching import (
     MatchExplanation,
     MatchPatternError,
     _label,

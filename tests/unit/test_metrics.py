@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from credprov.metrics import DEF_BUCKETS, Metrics
+from credprov.credentialprovider.plugin.metrics import DEF_BUCKETS, Metrics
 
 
 def test_exposition_matches_kubelet_names_and_help() -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from credprov._go.durations import SECOND
 from credprov.api import internal
-from credprov.durations import SECOND
-from credprov.metrics import Metrics
-from credprov.plugin.exec import ExecPlugin, PluginError
+from credprov.credentialprovider.plugin.exec import ExecPlugin, PluginError
+from credprov.credentialprovider.plugin.metrics import Metrics
 from tests.conftest import CANARY, install_fake_plugin
 
 V1 = "credentialprovider.kubelet.k8s.io/v1"
@@ -228,8 +228,8 @@ def test_response_round_trip_matches_go_encoding() -> None:
 
 
 def test_invalid_cache_key_type_from_real_plugin_drops_response(bin_dir: Path) -> None:
-    from credprov.clock import FakeClock
-    from credprov.plugin.provider import PluginProvider
+    from credprov.base.clock import FakeClock
+    from credprov.credentialprovider.plugin.provider import PluginProvider
 
     plugin = make(bin_dir, FAKE_CACHE_KEY_TYPE="Repository")
     cfg = internal.CredentialProvider(

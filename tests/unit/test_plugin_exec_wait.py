@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from credprov._go.durations import SECOND
 from credprov.api import internal
-from credprov.durations import SECOND
-from credprov.plugin.exec import ExecPlugin, PluginError
+from credprov.credentialprovider.plugin.exec import ExecPlugin, PluginError
 
 V1 = "credentialprovider.kubelet.k8s.io/v1"
 RESPONSE = {

@@ -8,20 +8,20 @@ from pathlib import Path
 
 import pytest
 
+from credprov._go.durations import MINUTE, SECOND
+from credprov._go.singleflight import Group
 from credprov.api import internal
-from credprov.cache import (
+from credprov.base.clock import FakeClock
+from credprov.credentialprovider.cache import (
     CACHE_PURGE_INTERVAL,
     CacheEntry,
     generate_cache_key,
     generate_service_account_cache_key,
     generate_single_flight_key,
 )
-from credprov.chain import PodInfo, ServiceAccountInfo, TokenRequest
-from credprov.clock import FakeClock
-from credprov.durations import MINUTE, SECOND
-from credprov.plugin.exec import ExecPlugin, PluginError
-from credprov.plugin.provider import PluginProvider
-from credprov.singleflight import Group
+from credprov.credentialprovider.chain import PodInfo, ServiceAccountInfo, TokenRequest
+from credprov.credentialprovider.plugin.exec import ExecPlugin, PluginError
+from credprov.credentialprovider.plugin.provider import PluginProvider
 from tests.conftest import CANARY, install_fake_plugin
 
 V1 = "credentialprovider.kubelet.k8s.io/v1"
@@ -289,7 +289,7 @@ def test_cache_key_encoding() -> None:
 
 
 def test_cache_key_too_long() -> None:
-    from credprov.cache import CacheKeyError
+    from credprov.credentialprovider.cache import CacheKeyError
 
     with pytest.raises(CacheKeyError):
         generate_cache_key("x" * 65536)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from credprov.config import ConfigError
-from credprov.metrics import Metrics
-from credprov.plugin.registry import register_credential_provider_plugins
+from credprov.credentialprovider.plugin.config import ConfigError
+from credprov.credentialprovider.plugin.metrics import Metrics
+from credprov.credentialprovider.plugin.registry import register_credential_provider_plugins
 from tests.conftest import install_fake_plugin, provider, write_config
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from credprov.base.redact import Redactor, spellings, terminal_safe
 from credprov.cli.main import main
-from credprov.redact import Redactor, spellings, terminal_safe
 from tests.conftest import write_config
 
 V1 = "credentialprovider.kubelet.k8s.io/v1"

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import pytest
 
+from credprov._go.durations import HOUR, MINUTE, NANOSECOND
+from credprov._go.field_errors import ErrorType, aggregate
 from credprov.api.internal import (
     CredentialProvider,
     CredentialProviderConfig,
     ExecEnvVar,
     ServiceAccountTokenAttributes,
 )
-from credprov.durations import HOUR, MINUTE, NANOSECOND
-from credprov.field_errors import ErrorType, aggregate
-from credprov.validation import is_qualified_name, validate_credential_provider_config
+from credprov.credentialprovider.validation import (
+    is_qualified_name,
+    validate_credential_provider_config,
+)
 
 V1 = "credentialprovider.kubelet.k8s.io/v1"
 V1ALPHA1 = "credentialprovider.kubelet.k8s.io/v1alpha1"

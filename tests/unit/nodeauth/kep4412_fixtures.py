@@ -17,11 +17,14 @@ from typing import Any
 
 import yaml
 
-from credprov.chain import PodInfo
-from credprov.engine import Engine
+from credprov.credentialprovider.chain import PodInfo
+from credprov.credentialprovider.engine import Engine
+from credprov.credentialprovider.plugin.registry import (
+    CredentialProviders,
+    register_credential_provider_plugins,
+)
 from credprov.nodeauth.nodeapi import NodeAPI
 from credprov.nodeauth.store import ObjectStore
-from credprov.plugin.registry import CredentialProviders, register_credential_provider_plugins
 from tests.conftest import install_fake_plugin, provider, write_config
 
 Obj = dict[str, Any]

@@ -16,14 +16,18 @@ from typing import Any
 
 import pytest
 
-from credprov.chain import ServiceAccountError, TokenRequest
-from credprov.config import SERVICE_ACCOUNT_TOKEN_GATE, ConfigError, load_config
-from credprov.engine import Engine
+from credprov.credentialprovider.chain import ServiceAccountError, TokenRequest
+from credprov.credentialprovider.engine import Engine
+from credprov.credentialprovider.plugin.config import (
+    SERVICE_ACCOUNT_TOKEN_GATE,
+    ConfigError,
+    load_config,
+)
+from credprov.credentialprovider.plugin.exec import ExecPlugin
+from credprov.credentialprovider.plugin.provider import PluginProvider
+from credprov.credentialprovider.plugin.registry import register_credential_provider_plugins
+from credprov.kubelet.ensure import Container, EnsureImage
 from credprov.nodeauth.nodeapi import NodeAPI
-from credprov.plugin.exec import ExecPlugin
-from credprov.plugin.provider import PluginProvider
-from credprov.plugin.registry import register_credential_provider_plugins
-from credprov.pullmanager.ensure import Container, EnsureImage
 from credprov.pullmanager.fsstore import FSPullRecordsAccessor
 from credprov.pullmanager.manager import ImagePullManager
 from credprov.pullmanager.types import record_to_json

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from credprov.clock import FakeClock
-from credprov.durations import SECOND
+from credprov._go.durations import SECOND
+from credprov.base.clock import FakeClock
 from credprov.nodeauth.nodeapi import TokenIssuer
 
 

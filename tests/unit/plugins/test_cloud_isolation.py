@@ -52,7 +52,7 @@ def test_plugin_imports_only_its_own_sdk(cloud: str) -> None:
 def test_credprov_core_imports_no_cloud_sdk() -> None:
     code = (
         "import sys\n"
-        "import credprov.cli.main, credprov.engine, credprov.sdk, credprov.pullmanager.manager\n"
+        "import credprov.cli.main, credprov.credentialprovider.engine, credprov.sdk, credprov.pullmanager.manager\n"
         "loaded = sorted(n for n in ('boto3', 'botocore', 'google.auth', 'azure', 'msal')"
         " if n in sys.modules)\n"
         "print(loaded)\n"

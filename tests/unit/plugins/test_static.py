@@ -1,7 +1,7 @@
 """``static-credential-provider``: file formats, matching, mirror strategies, errors, cache.
 
 Answers are checked the way the kubelet consumes them: the response's ``auth`` goes into a
-``credprov.keyring.DockerKeyring`` and ``lookup(image)`` gives the credentials the kubelet
+``credprov.credentialprovider.keyring.DockerKeyring`` and ``lookup(image)`` gives the credentials the kubelet
 would try, in its order.
 """
 
@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from credprov_static.main import OPTIONS
 
-from credprov.keyring import DockerKeyring
-from credprov.matching import urls_match_str
+from credprov.credentialprovider.keyring import DockerKeyring
+from credprov.credentialprovider.matching import urls_match_str
 from credprov.sdk import EXIT_ERROR, EXIT_OK, run
 from tests.conftest import CANARY
 

@@ -8,14 +8,20 @@ from typing import Any
 
 import pytest
 
-from credprov.chain import CredentialChain, ImageResolution, PodInfo, PullSecrets, default_chain
-from credprov.keyring import (
+from credprov.credentialprovider.chain import (
+    CredentialChain,
+    ImageResolution,
+    PodInfo,
+    PullSecrets,
+    default_chain,
+)
+from credprov.credentialprovider.keyring import (
     CredentialOrigin,
     DockerKeyring,
     ServiceAccountCoordinates,
     hash_auth_config,
 )
-from credprov.pullmanager.ensure import (
+from credprov.kubelet.ensure import (
     Container,
     CredentialLookupError,
     EnsureImage,

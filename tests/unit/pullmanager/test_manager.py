@@ -59,7 +59,7 @@ KEY = "registry.io/team/app"
 
 
 class FakeClock:
-    """A :class:`credprov.clock.Clock` whose wall time is a settable datetime."""
+    """A :class:`credprov.base.clock.Clock` whose wall time is a settable datetime."""
 
     def __init__(self, now: dt.datetime = T0) -> None:
         self.current = now

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from credprov._go.durations import HOUR
 from credprov.api import internal
 from credprov.api.exec import encode_response as engine_encode_response
-from credprov.durations import HOUR
 from credprov.sdk._wire import RequestError, encode_response, parse_request
 
 G = "credentialprovider.kubelet.k8s.io"
@@ -91,7 +91,7 @@ def test_bad_requests(data: bytes, message: str) -> None:
 def test_encoding_matches_engine_encoder(
     key_type: str, duration: int | None, auth: dict[str, tuple[str, str]]
 ) -> None:
-    from credprov.durations import format_duration
+    from credprov._go.durations import format_duration
 
     for version in ("v1alpha1", "v1beta1", "v1"):
         api_version = f"{G}/{version}"

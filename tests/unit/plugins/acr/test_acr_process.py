@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from credprov.install import install
+from credprov.credentialprovider.plugin.install import install
 from tests.conftest import CANARY
 from tests.unit.plugins.acr import fakes
 from tests.unit.plugins.acr.fakes import DEFAULT_TENANT, FakeAzure

@@ -13,7 +13,7 @@ import pytest
 from credprov_ecr import _aws
 from credprov_ecr.plugin import EcrCredentialProvider
 
-from credprov.clock import FakeClock
+from credprov.base.clock import FakeClock
 
 ACCOUNT = "123456789012"
 ROLE_ACCOUNT = "210987654321"

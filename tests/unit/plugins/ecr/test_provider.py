@@ -24,7 +24,7 @@ from credprov_ecr.plugin import (
     decode_authorization_token,
 )
 
-from credprov.clock import FakeClock
+from credprov.base.clock import FakeClock
 from credprov.sdk import ProviderError, run
 from tests.conftest import CANARY
 from tests.unit.plugins.ecr.conftest import (

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from credprov_gcp.fakes import TOKEN_PATH, FakeMetadataServer, FakeSTSServer, Reply, closed_port
 
-from credprov.install import install
+from credprov.credentialprovider.plugin.install import install
 from tests.conftest import CANARY
 from tests.unit.plugins.gcp.conftest import (
     FEDERATED_TOKEN,

@@ -30,8 +30,8 @@ from credprov_gcp.fakes import (
 from credprov_gcp.registries import is_google_registry, registry_keys
 from credprov_gcp.tokens import token_cache_duration
 
-from credprov.durations import SECOND
-from credprov.keyring import DockerKeyring
+from credprov._go.durations import SECOND
+from credprov.credentialprovider.keyring import DockerKeyring
 from tests.conftest import CANARY
 from tests.unit.plugins.gcp.conftest import (
     FEDERATED_TOKEN,

@@ -25,10 +25,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from credprov._gofmt import go_quote
+from credprov._go.fmt import go_quote
+from credprov.credentialprovider.images import InvalidImageError, parse_image_name
+from credprov.credentialprovider.keyring import (
+    DockerKeyring,
+    Keyring,
+    TrackedAuthConfig,
+    make_pull_secret_keyring,
+)
 from credprov.errors import CredprovError
-from credprov.images import InvalidImageError, parse_image_name
-from credprov.keyring import DockerKeyring, Keyring, TrackedAuthConfig, make_pull_secret_keyring
 
 # typing costs start-up on every CLI run; the protocols below are for type checkers, and
 # plain classes at run time (mypy reads TYPE_CHECKING as typing's).
@@ -37,7 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
     from typing import Any, Protocol
 
-    from credprov.plugin.provider import ProvideResult
+    from credprov.credentialprovider.plugin.provider import ProvideResult
 else:
     Protocol = object
 
@@ -187,7 +192,7 @@ class CredentialSource(Protocol):
         """Credentials for ``request.repo``.
 
         Raises:
-            credprov.keyring.KeyringError: a pull secret whose payload does not parse.
+            credprov.credentialprovider.keyring.KeyringError: a pull secret whose payload does not parse.
         """
         ...
 
@@ -228,7 +233,7 @@ class _Providers(Protocol):
 
 class PluginProviders:
     """The credential provider plugins of a provider config
-    (:class:`credprov.plugin.registry.CredentialProviders`): every matching provider is
+    (:class:`credprov.credentialprovider.plugin.registry.CredentialProviders`): every matching provider is
     asked, a failing one is reported in :attr:`SourceAnswer.providers` and skipped."""
 
     def __init__(self, providers: _Providers) -> None:
@@ -261,7 +266,7 @@ class CredentialChain:
         kubelet's text (``couldn't parse image name ...``).
 
         Raises:
-            credprov.keyring.KeyringError: a pull secret whose payload does not parse.
+            credprov.credentialprovider.keyring.KeyringError: a pull secret whose payload does not parse.
         """
         resolution = ImageResolution(image=image)
         try:

@@ -15,14 +15,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from credprov._go.durations import format_duration
 from credprov.api import internal
-from credprov.config import check_bin_dir, check_plugin_binary, load_config
-from credprov.durations import format_duration
+from credprov.base.redact import REDACTED, Redactor
+from credprov.credentialprovider.images import InvalidImageError, parse_image_name
+from credprov.credentialprovider.matching import urls_match_str
+from credprov.credentialprovider.plugin.config import (
+    check_bin_dir,
+    check_plugin_binary,
+    load_config,
+)
+from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, ExecPlugin, PluginError
 from credprov.errors import CredprovError
-from credprov.images import InvalidImageError, parse_image_name
-from credprov.matching import urls_match_str
-from credprov.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, ExecPlugin, PluginError
-from credprov.redact import REDACTED, Redactor
 
 __all__ = ["ProbeError", "ProbeResult", "probe_provider"]
 
@@ -54,7 +58,7 @@ def probe_provider(
     """Run provider ``name`` of the config for ``image`` as the kubelet would.
 
     Raises:
-        credprov.config.ConfigError: the config or the bin dir, with the kubelet's text.
+        credprov.credentialprovider.plugin.config.ConfigError: the config or the bin dir, with the kubelet's text.
         ProbeError: no such provider, or an invalid image.
     """
     check_bin_dir(bin_dir)

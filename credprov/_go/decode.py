@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from credprov import gojson
-from credprov._gofmt import go_quote
-from credprov.durations import DurationError, parse_duration
+from credprov._go import json as gojson
+from credprov._go.durations import DurationError, parse_duration
+from credprov._go.fmt import go_quote
 from credprov.errors import CredprovError
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked

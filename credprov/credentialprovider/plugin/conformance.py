@@ -1,6 +1,6 @@
 """A conformance harness for any credential provider plugin (``credprov plugin test``).
 
-It runs the plugin exactly as the kubelet does (:class:`~credprov.plugin.exec.ExecPlugin`)
+It runs the plugin exactly as the kubelet does (:class:`~credprov.credentialprovider.plugin.exec.ExecPlugin`)
 and checks what the kubelet relies on. For every (image, apiVersion) pair:
 
 * ``exit``: the plugin exits 0 (the kubelet's error text otherwise; every later check of the
@@ -69,14 +69,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from credprov._go.decode import DecodeError
+from credprov._go.durations import SECOND, DurationError, format_duration, parse_duration
 from credprov.api import internal
-from credprov.api._decode import DecodeError
 from credprov.api.exec import api_version_of, interpret_response_gvk
-from credprov.durations import SECOND, DurationError, format_duration, parse_duration
-from credprov.images import parse_image_name
-from credprov.matching import explain_match, parse_schemeless_url, urls_match_str
-from credprov.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, ExecPlugin, PluginError
-from credprov.redact import REDACTED, Redactor
+from credprov.base.redact import REDACTED, Redactor
+from credprov.credentialprovider.images import parse_image_name
+from credprov.credentialprovider.matching import explain_match, parse_schemeless_url, urls_match_str
+from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, ExecPlugin, PluginError
 
 __all__ = [
     "MIN_LEAK_LENGTH",

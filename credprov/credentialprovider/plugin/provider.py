@@ -19,10 +19,12 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from credprov._gofmt import go_quote
-from credprov._hashing import sha256
+from credprov._go.fmt import go_quote
+from credprov._go.singleflight import Group
 from credprov.api import internal
-from credprov.cache import (
+from credprov.base.clock import Clock, RealClock
+from credprov.base.hashing import sha256
+from credprov.credentialprovider.cache import (
     GLOBAL_CACHE_KEY,
     CacheEntry,
     CacheKeyError,
@@ -31,7 +33,7 @@ from credprov.cache import (
     generate_service_account_cache_key,
     generate_single_flight_key,
 )
-from credprov.chain import (
+from credprov.credentialprovider.chain import (
     GetServiceAccount,
     GetServiceAccountToken,
     MissingAnnotationError,
@@ -39,17 +41,19 @@ from credprov.chain import (
     ServiceAccountError,
     TokenRequest,
 )
-from credprov.clock import Clock, RealClock
-from credprov.images import parse_registry
-from credprov.keyring import (
+from credprov.credentialprovider.images import parse_registry
+from credprov.credentialprovider.keyring import (
     CredentialOrigin,
     ServiceAccountCoordinates,
     TrackedAuthConfig,
     tracked_auth_configs,
 )
-from credprov.matching import host_match_paths, split_plain_target, urls_match_str
-from credprov.plugin.exec import ExecPlugin, PluginError
-from credprov.singleflight import Group
+from credprov.credentialprovider.matching import (
+    host_match_paths,
+    split_plain_target,
+    urls_match_str,
+)
+from credprov.credentialprovider.plugin.exec import ExecPlugin, PluginError
 
 log = logging.getLogger("credprov.plugin")
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from credprov._go.durations import format_duration
 from credprov.api.internal import (
     EXEC_API_VERSIONS,
     EXEC_GROUP,
@@ -23,19 +24,18 @@ from credprov.api.internal import (
     CredentialProviderConfig,
     ServiceAccountTokenAttributes,
 )
-from credprov.durations import format_duration
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from credprov import field_errors as fe
+    from credprov._go import field_errors as fe
 else:
 
     class _FieldErrors:
-        """``credprov.field_errors``, imported when a first error is built (a valid config
+        """``credprov._go.field_errors``, imported when a first error is built (a valid config
         never needs it: it costs start-up time)."""
 
         def __getattr__(self, name: str) -> object:
-            from credprov import field_errors
+            from credprov._go import field_errors
 
             return getattr(field_errors, name)
 
@@ -107,8 +107,8 @@ def _validate_exec_fields(provider: CredentialProvider, errs: list[fe.FieldError
     else:
         # Imported on use: config validation should not pull in the image-matching code
         # (and its imports) just to be loaded.
-        from credprov._gourl import GoURLError
-        from credprov.matching import parse_schemeless_url
+        from credprov._go.url import GoURLError
+        from credprov.credentialprovider.matching import parse_schemeless_url
 
         for match_image in provider.match_images:
             try:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from credprov.clock import Clock
+from credprov.base.clock import Clock
 from credprov.errors import CredprovError
 
 #: The cache key of a ``Global`` response (newest kubelet; angle brackets cannot clash

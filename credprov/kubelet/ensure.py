@@ -33,13 +33,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from credprov._gofmt import go_quote
-from credprov.chain import CredentialChain, ImageResolution, PodInfo, PullSecrets
-from credprov.clock import Clock, RealClock
-from credprov.durations import format_duration
+from credprov._go.durations import format_duration
+from credprov._go.fmt import go_quote
+from credprov.base.clock import Clock, RealClock
+from credprov.credentialprovider.chain import CredentialChain, ImageResolution, PodInfo, PullSecrets
+from credprov.credentialprovider.images import InvalidImageError
+from credprov.credentialprovider.keyring import TrackedAuthConfig
 from credprov.errors import CredprovError
-from credprov.images import InvalidImageError
-from credprov.keyring import TrackedAuthConfig
 from credprov.pullmanager.interfaces import REGISTRY_UNAVAILABLE, ImageService, PullError
 from credprov.pullmanager.manager import GetPodCredentials
 from credprov.pullmanager.types import (
@@ -147,7 +147,7 @@ class PullRequestMetrics(Protocol):
 
 
 class Resolver(Protocol):
-    """Where a pod's credentials come from: a :class:`credprov.chain.CredentialChain`
+    """Where a pod's credentials come from: a :class:`credprov.credentialprovider.chain.CredentialChain`
     (the engine is one)."""
 
     def resolve(
@@ -165,7 +165,7 @@ def apply_default_image_tag(image: str) -> str:
     Raises:
         InvalidImageError: with ``parsers.ParseImageName``'s ``couldn't parse image name``.
     """
-    from credprov.images import split_reference
+    from credprov.credentialprovider.images import split_reference
 
     try:
         _, tag, digest = split_reference(image)
@@ -179,7 +179,7 @@ def apply_default_image_tag(image: str) -> str:
 def default_pull_policy(image: str) -> str:
     """The API server's ``SetDefaults_Container``: ``Always`` for ``:latest`` (or no tag and
     no digest), ``IfNotPresent`` otherwise."""
-    from credprov.images import split_reference
+    from credprov.credentialprovider.images import split_reference
 
     try:
         _, tag, digest = split_reference(image)

@@ -16,8 +16,8 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 
+from credprov.base.fileio import read_bounded, write_atomic
 from credprov.errors import CredprovError
-from credprov.fileio import read_bounded, write_atomic
 from credprov.sdk._launch import MARKER
 
 ENTRY_POINT_GROUP = "credprov.plugins"

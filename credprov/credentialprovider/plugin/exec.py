@@ -22,13 +22,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from credprov._go.decode import DecodeError, load_document
+from credprov._go.durations import MINUTE
 from credprov.api import internal
-from credprov.api._decode import DecodeError, load_document
 from credprov.api.exec import decode_response, encode_request, interpret_response_gvk
-from credprov.durations import MINUTE
+from credprov.base.redact import Redactor, terminal_safe
+from credprov.credentialprovider.plugin.metrics import Metrics
 from credprov.errors import CredprovError
-from credprov.metrics import Metrics
-from credprov.redact import Redactor, terminal_safe
 
 log = logging.getLogger("credprov.plugin")
 
@@ -370,7 +370,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _errno_text(exc: OSError) -> str:
-    from credprov._gofmt import errno_text
+    from credprov._go.fmt import errno_text
 
     return errno_text(exc)
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from credprov._gofmt import go_quote, surrogate_bytes
+from credprov._go.fmt import go_quote, surrogate_bytes
 
 
 class ErrorType(StrEnum):

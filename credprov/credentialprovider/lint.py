@@ -8,9 +8,9 @@ provider and the entry. Pure: no I/O.
 
 from __future__ import annotations
 
-from credprov._gourl import GoURLError, parse
+from credprov._go.url import GoURLError, parse
 from credprov.api import internal
-from credprov.matching import parse_schemeless_url
+from credprov.credentialprovider.matching import parse_schemeless_url
 
 
 def _match_image_warnings(provider: str, pattern: str) -> list[str]:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from credprov._gofmt import go_quote
+from credprov._go.fmt import go_quote
 from credprov.errors import CredprovError
 
 __all__ = [

@@ -10,16 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from credprov.errors import CredprovError
-from credprov.fileio import FileTooLargeError, read_bounded
-from credprov.gojson import YAMLError, load_yaml_all
-from credprov.keyring import (
+from credprov._go.json import YAMLError, load_yaml_all
+from credprov.base.fileio import FileTooLargeError, read_bounded
+from credprov.credentialprovider.keyring import (
     DockerKeyring,
     KeyringError,
     parse_docker_config,
     secret_coordinates,
     unusable_pull_secret_reason,
 )
+from credprov.errors import CredprovError
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 

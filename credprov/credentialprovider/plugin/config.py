@@ -1,0 +1,295 @@
+"""Reading a ``CredentialProviderConfig`` from a file or a directory, as the kubelet does.
+
+Mirrors ``pkg/credentialprovider/plugin/config.go`` (Kubernetes 1.34+): a directory
+contributes its ``*.json``/``*.yaml``/``*.yml`` regular files in bytewise-sorted order, one
+running sha256 over ``uint64be(len) || bytes`` of every file gives the ``sha256:`` hash, names
+must be unique across files, and the merged config is validated with the kubelet's rules.
+Every error's ``str()`` is the kubelet's text.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import struct
+from collections.abc import Collection, Mapping
+
+from credprov._go.decode import DecodeError, load_document
+from credprov._go.fmt import errno_text, go_quote, os_error
+from credprov.api import internal
+from credprov.api.config import decode_config
+from credprov.base.fileio import FileTooLargeError, NotRegularFileError, read_bounded, read_stream
+from credprov.base.hashing import sha256 as _sha256
+from credprov.errors import CredprovError
+
+__all__ = [
+    "DEFAULT_FEATURE_GATES",
+    "MAX_CONFIG_FILE_BYTES",
+    "SERVICE_ACCOUNT_TOKEN_GATE",
+    "ConfigError",
+    "check_bin_dir",
+    "check_plugin_binary",
+    "config_files",
+    "load_config",
+    "parse_feature_gates",
+    "read_config",
+    "resolve_feature_gates",
+    "validate_config",
+]
+
+
+SERVICE_ACCOUNT_TOKEN_GATE = "KubeletServiceAccountTokenForCredentialProviders"
+
+#: Feature gates credprov knows, with the defaults of the newest kubelet (1.34+).
+DEFAULT_FEATURE_GATES: dict[str, bool] = {SERVICE_ACCOUNT_TOKEN_GATE: True}
+
+_CONFIG_EXTENSIONS = (".json", ".yaml", ".yml")
+
+#: Refuse config files larger than this: a kubelet config is a few KiB, and reading a huge
+#: file (or a device) into memory is how a typo takes a node tool down.
+MAX_CONFIG_FILE_BYTES = 16 * 1024 * 1024
+
+
+class ConfigError(CredprovError):
+    """A config the kubelet would refuse to start with; ``str()`` is the kubelet's text."""
+
+
+def parse_feature_gates(spec: str, known: Collection[str] | None = None) -> dict[str, bool]:
+    """Parse ``Name=bool,Name=bool`` (component-base's ``--feature-gates`` form).
+
+    Args:
+        known: the gate names accepted (default: the kubelet's gates credprov reads).
+
+    Raises:
+        ConfigError: unknown gate or non-boolean value, with the component-base text.
+    """
+    if known is None:
+        known = DEFAULT_FEATURE_GATES
+    gates: dict[str, bool] = {}
+    for item in spec.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep:
+            raise ConfigError(f"missing bool value for {name}")
+        if name not in known:
+            raise ConfigError(f"unrecognized feature gate: {name}")
+        lowered = value.strip()
+        if lowered in ("1", "t", "T", "true", "TRUE", "True"):
+            gates[name] = True
+        elif lowered in ("0", "f", "F", "false", "FALSE", "False"):
+            gates[name] = False
+        else:
+            raise ConfigError(
+                f"invalid value of {name}={value}, err: strconv.ParseBool: "
+                f"parsing {go_quote(value)}: invalid syntax"
+            )
+    return gates
+
+
+def resolve_feature_gates(feature_gates: Mapping[str, bool] | None) -> dict[str, bool]:
+    gates = dict(DEFAULT_FEATURE_GATES)
+    for name, value in (feature_gates or {}).items():
+        if name not in DEFAULT_FEATURE_GATES:
+            raise ConfigError(f"unrecognized feature gate: {name}")
+        gates[name] = bool(value)
+    return gates
+
+
+def config_files(path: str) -> list[str]:
+    """The files the kubelet reads for ``path``, in the order it reads them.
+
+    Raises:
+        ConfigError: empty path, inaccessible path, unreadable or empty directory.
+    """
+    if path == "":
+        raise ConfigError("credential provider config path is empty")
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise ConfigError(
+            f"unable to access path {go_quote(path)}: {os_error('stat', path, exc)}"
+        ) from None
+    if not stat.S_ISDIR(st.st_mode):
+        return [path]
+    try:
+        entries = list(os.scandir(path))
+    except OSError as exc:
+        raise ConfigError(
+            f"unable to read directory {go_quote(path)}: {os_error('open', path, exc)}"
+        ) from None
+    files = []
+    for entry in entries:
+        # Like Go's DirEntry.IsDir(): a symlink is not a directory, whatever it points to.
+        if entry.is_dir(follow_symlinks=False):
+            continue
+        if os.path.splitext(entry.name)[1] in _CONFIG_EXTENSIONS:
+            files.append(os.path.join(path, entry.name))
+    if not files:
+        raise ConfigError(f"no configuration files found in directory {go_quote(path)}")
+    # Go sorts the joined paths as byte strings.
+    files.sort(key=lambda p: p.encode("utf-8", "surrogateescape"))
+    return files
+
+
+def _read_file(path: str) -> bytes:
+    try:
+        return read_bounded(path, MAX_CONFIG_FILE_BYTES)
+    except FileTooLargeError:
+        raise ConfigError(
+            f"unable to read file {go_quote(path)}: larger than {MAX_CONFIG_FILE_BYTES} bytes"
+        ) from None
+    except NotRegularFileError as exc:
+        raise ConfigError(f"unable to read file {go_quote(path)}: {exc.strerror}") from None
+    except OSError as exc:
+        raise ConfigError(
+            f"unable to read file {go_quote(path)}: {os_error('open', path, exc)}"
+        ) from None
+
+
+def _read_stdin() -> bytes:
+    try:
+        return read_stream(limit=MAX_CONFIG_FILE_BYTES, name="standard input")
+    except FileTooLargeError:
+        raise ConfigError(
+            f"unable to read standard input: larger than {MAX_CONFIG_FILE_BYTES} bytes"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"unable to read standard input: {errno_text(exc)}") from None
+
+
+def read_config(
+    path: str, *, allow_stdin: bool = False
+) -> tuple[internal.CredentialProviderConfig, str]:
+    """Read and decode (not validate) the config at ``path``; returns (config, hash).
+
+    With ``allow_stdin``, ``-`` reads one config document from standard input (a CLI
+    convenience; the kubelet itself has no such path).
+
+    Raises:
+        ConfigError: the kubelet's read/decode errors.
+    """
+    digest = _sha256()
+    configs: list[internal.CredentialProviderConfig] = []
+    stdin = allow_stdin and path == "-"
+    for file in ["-"] if stdin else config_files(path):
+        data = _read_stdin() if stdin else _read_file(file)
+        digest.update(struct.pack(">Q", len(data)))
+        digest.update(data)
+        try:
+            configs.append(decode_config(load_document(data)))
+        except DecodeError as exc:
+            raise ConfigError(f"error decoding config {go_quote(file)}: {exc}") from None
+    # Like the kubelet, merge only once every file has decoded: a decode error in a later
+    # file wins over a duplicate name in earlier ones.
+    providers: list[internal.CredentialProvider] = []
+    seen: set[str] = set()
+    for cfg in configs:
+        for provider in cfg.providers:
+            if provider.name in seen:
+                raise ConfigError(
+                    f"duplicate provider name {go_quote(provider.name)} found in "
+                    "configuration file(s)"
+                )
+            seen.add(provider.name)
+            providers.append(provider)
+    return internal.CredentialProviderConfig(providers=tuple(providers)), (
+        "sha256:" + digest.hexdigest()
+    )
+
+
+def validate_config(
+    config: internal.CredentialProviderConfig, feature_gates: Mapping[str, bool] | None = None
+) -> None:
+    """Validate with the kubelet's rules.
+
+    Raises:
+        ConfigError: ``failed to validate credential provider config: <aggregate>``.
+    """
+    from credprov.credentialprovider.validation import validate_credential_provider_config
+
+    gates = resolve_feature_gates(feature_gates)
+    errors = validate_credential_provider_config(
+        config, service_account_token_gate=gates[SERVICE_ACCOUNT_TOKEN_GATE]
+    )
+    if not errors:
+        return  # field_errors (and its imports) only when there is something to report
+    from credprov._go.field_errors import aggregate
+
+    message = aggregate(errors)
+    if message is not None:
+        raise ConfigError(f"failed to validate credential provider config: {message}")
+
+
+def load_config(
+    path: str, feature_gates: Mapping[str, bool] | None = None, *, allow_stdin: bool = False
+) -> tuple[internal.CredentialProviderConfig, str]:
+    """Read, decode and validate a config file or directory exactly as the kubelet does.
+
+    Args:
+        path: a config file (any extension) or a directory of ``*.json|*.yaml|*.yml``.
+        feature_gates: overrides of :data:`DEFAULT_FEATURE_GATES`.
+        allow_stdin: read ``-`` as one document from standard input.
+
+    Returns:
+        ``(config, hash)`` where ``hash`` is ``sha256:<hex>`` as in
+        ``kubelet_credential_provider_config_info``.
+
+    Raises:
+        ConfigError: with the kubelet's error text.
+    """
+    resolve_feature_gates(feature_gates)
+    config, digest = read_config(path, allow_stdin=allow_stdin)
+    validate_config(config, feature_gates)
+    return config, digest
+
+
+def check_bin_dir(bin_dir: str) -> None:
+    """The kubelet's first registration step.
+
+    Raises:
+        ConfigError: ``plugin binary directory %s did not exist`` and friends.
+    """
+    try:
+        os.stat(bin_dir)
+    except FileNotFoundError:
+        raise ConfigError(f"plugin binary directory {bin_dir} did not exist") from None
+    except OSError as exc:
+        raise ConfigError(
+            f"error inspecting binary directory {bin_dir}: {os_error('stat', bin_dir, exc)}"
+        ) from None
+
+
+def check_plugin_binary(bin_dir: str, name: str) -> str:
+    """``exec.LookPath(filepath.Join(binDir, name))`` with the kubelet's messages.
+
+    Returns:
+        The executable's path.
+
+    Raises:
+        ConfigError: missing, a directory, or not executable.
+    """
+    path = os.path.join(bin_dir, name) if name else bin_dir
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        # LookPath returns "" on error, hence the double space the kubelet prints.
+        raise ConfigError("plugin binary executable  did not exist").with_hint(
+            f"no file at {path}: the provider name must be the executable's file name "
+            "in the bin dir"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"error inspecting binary executable : exec: {go_quote(path)}: {errno_text(exc)}"
+        ) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ConfigError(
+            f"error inspecting binary executable : exec: {go_quote(path)}: is a directory"
+        )
+    if st.st_mode & 0o111 == 0:
+        raise ConfigError(
+            f"error inspecting binary executable : exec: {go_quote(path)}: permission denied"
+        )
+    return path
