@@ -52,7 +52,7 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from credprov.base.fileio import AtomicWriteError, sync_dir, write_atomic
 from credprov.pullmanager.interfaces import StoreReadError, StoreWriteError
@@ -88,6 +88,7 @@ MAX_FILE_SIZE = 1 << 20
 LOCK_STRIPES = MAX_LOCK_STRIPES
 
 LockKind = Literal["intent", "record"]
+_T = TypeVar("_T")
 _LOCK_KINDS: tuple[LockKind, ...] = ("intent", "record")
 
 # O_NOFOLLOW: a symlink planted in the records directory must not redirect reads or writes.
@@ -535,49 +536,21 @@ class FSPullRecordsAccessor:
         """
         # What a list would return, kept for the next list calls (see the module docstring).
         intents_mtime = _dir_mtime(self.intents_dir)
-        intents: list[ImagePullIntent] = []
-        intent_errors: list[str] = []
-        paths, intents_count = self._entries_and_count(self.intents_dir, intent_errors)
-        self.startup_errors.extend(intent_errors)
-        for path in paths:
-            try:
-                try:
-                    got = self._load_intent(path)
-                except _Unusable as exc:
-                    intent_errors.append(str(exc))
-                    raise
-                if got is not None:
-                    intents.append(got[1])
-                if got is None or got[0] == STORAGE_VERSION:
-                    continue
-                with self.locked("intent", got[1].image):
-                    got = self._load_intent(path)
-                    if got is not None and got[0] != STORAGE_VERSION:
-                        self.write_image_pull_intent(got[1].image)
-            except (_Unusable, StoreWriteError) as exc:
-                self.startup_errors.append(f"migrating intent: {exc}")
+        intents, intent_errors, intents_count = self._migrate_dir(
+            "intent",
+            self.intents_dir,
+            self._load_intent,
+            lambda intent: intent.image,
+            lambda intent: self.write_image_pull_intent(intent.image),
+        )
         records_mtime = _dir_mtime(self.records_dir)
-        records: list[ImagePulledRecord] = []
-        record_errors: list[str] = []
-        paths, records_count = self._entries_and_count(self.records_dir, record_errors)
-        self.startup_errors.extend(record_errors)
-        for path in paths:
-            try:
-                try:
-                    rec = self._load_record(path)
-                except _Unusable as exc:
-                    record_errors.append(str(exc))
-                    raise
-                if rec is not None:
-                    records.append(rec[1])
-                if rec is None or rec[0] == STORAGE_VERSION:
-                    continue
-                with self.locked("record", rec[1].image_ref):
-                    rec = self._load_record(path)
-                    if rec is not None and rec[0] != STORAGE_VERSION:
-                        self.write_image_pulled_record(rec[1])
-            except (_Unusable, StoreWriteError) as exc:
-                self.startup_errors.append(f"migrating record: {exc}")
+        records, record_errors, records_count = self._migrate_dir(
+            "record",
+            self.records_dir,
+            self._load_record,
+            lambda record: record.image_ref,
+            self.write_image_pulled_record,
+        )
         # A migration write above cleared nothing kept yet, but it changed the directory's
         # mtime: the kept listing of that kind is then never used.
         self._scanned_at = time.monotonic()
@@ -589,3 +562,36 @@ class FSPullRecordsAccessor:
             self._scanned["record"] = (records_mtime, records, record_errors)
             if records_count is not None:
                 self._counted["record"] = (records_mtime, records_count)
+
+    def _migrate_dir(
+        self,
+        kind: LockKind,
+        directory: str,
+        load: Callable[[str], tuple[str, _T] | None],
+        key: Callable[[_T], str],
+        write: Callable[[_T], None],
+    ) -> tuple[list[_T], list[str], int | None]:
+        """Migrate the files of one directory; returns what a list would (items, errors)
+        and the valid-looking name count."""
+        items: list[_T] = []
+        errors: list[str] = []
+        paths, count = self._entries_and_count(directory, errors)
+        self.startup_errors.extend(errors)
+        for path in paths:
+            try:
+                try:
+                    got = load(path)
+                except _Unusable as exc:
+                    errors.append(str(exc))
+                    raise
+                if got is not None:
+                    items.append(got[1])
+                if got is None or got[0] == STORAGE_VERSION:
+                    continue
+                with self.locked(kind, key(got[1])):
+                    got = load(path)
+                    if got is not None and got[0] != STORAGE_VERSION:
+                        write(got[1])
+            except (_Unusable, StoreWriteError) as exc:
+                self.startup_errors.append(f"migrating {kind}: {exc}")
+        return items, errors, count
