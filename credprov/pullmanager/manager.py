@@ -311,16 +311,13 @@ class ImagePullManager:
             return
         try:
             self._metrics.set_ondisk(self._fs.count_intents(), self._fs.count_records())
-        except Exception:  # a gauge must never fail a pull
+        except OSError:  # counting files must never fail a pull
             log.debug("cannot refresh on-disk gauges", exc_info=True)
 
     def _on_memory_change(self, intents_pct: int, records_pct: int) -> None:
         if self._metrics is None:
             return
-        try:
-            self._metrics.set_inmemory(intents_pct, records_pct)
-        except Exception:  # a gauge must never fail a pull
-            log.debug("cannot refresh in-memory gauges", exc_info=True)
+        self._metrics.set_inmemory(intents_pct, records_pct)
 
     def _refresh_gauges(self) -> None:
         self._on_disk_change()
@@ -700,16 +697,12 @@ def _resolve_policy(
     return resolved, trim
 
 
-def _default_metrics() -> PullManagerMetricsSink | None:
-    try:
-        from credprov.pullmanager.metrics import PullManagerMetrics
-    except ImportError:
-        return None
-    try:
-        return PullManagerMetrics()
-    except Exception:  # e.g. already registered: run without metrics rather than not at all
-        log.debug("pull manager metrics unavailable", exc_info=True)
-        return None
+def _default_metrics() -> PullManagerMetricsSink:
+    # Each PullManagerMetrics has a registry of its own: building one cannot collide with
+    # another manager's (or a host application's) metrics, so nothing is swallowed here.
+    from credprov.pullmanager.metrics import PullManagerMetrics
+
+    return PullManagerMetrics()
 
 
 def _find_locker(

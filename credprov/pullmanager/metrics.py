@@ -12,13 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from prometheus_client import (
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    disable_created_metrics,
-    generate_latest,
-)
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from credprov.credentialprovider.plugin.metrics import exposition
 
 __all__ = [
     "CHECK_RESULTS",
@@ -30,9 +26,6 @@ __all__ = [
 ]
 
 _STABILITY = "[ALPHA] "
-
-# component-base exposes no _created series; client_python does unless told not to.
-disable_created_metrics()
 
 #: ``mustAttemptImagePullResult`` values, the ``result`` label of the must-pull counter.
 CHECK_RESULT_CREDENTIAL_POLICY_ALLOWED = "credentialPolicyAllowed"
@@ -140,4 +133,4 @@ class PullManagerMetrics:
 
     def exposition(self) -> bytes:
         """The Prometheus text exposition (no ``_created`` series: the kubelet has none)."""
-        return generate_latest(self.registry)
+        return exposition(self.registry)

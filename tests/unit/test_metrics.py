@@ -47,3 +47,22 @@ def test_registries_are_independent() -> None:
 
 def test_no_config_info_before_a_hash() -> None:
     assert "config_info{" not in Metrics().exposition().decode()
+
+
+def test_credprov_never_changes_prometheus_client_for_the_host() -> None:
+    """No process-wide ``disable_created_metrics()``: a host application's own registry
+    still gets its ``_created`` series, while credprov's expositions have none."""
+    import subprocess
+    import sys
+
+    code = (
+        "import prometheus_client as p\n"
+        "import credprov.pullmanager.metrics as pm\n"
+        "from credprov.credentialprovider.plugin.metrics import Metrics\n"
+        "m = Metrics(); m.count_error('x'); assert b'_created' not in m.exposition()\n"
+        "mm = pm.PullManagerMetrics(); assert b'_created' not in mm.exposition()\n"
+        "r = p.CollectorRegistry(); c = p.Counter('host_things', 'h', registry=r); c.inc()\n"
+        "print(b'host_things_created' in p.generate_latest(r))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"

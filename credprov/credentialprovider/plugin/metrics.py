@@ -57,6 +57,30 @@ def _config_info_collector() -> Any:
     return _ConfigInfo()
 
 
+class _WithoutCreated:
+    """A registry's metrics without client_python's ``_created`` samples.
+
+    component-base exposes none; client_python adds them unless
+    ``disable_created_metrics()`` is called, which would change every registry of the
+    process (a host application's too). Filtering at exposition changes nothing else.
+    """
+
+    def __init__(self, registry: Any) -> None:
+        self.registry = registry
+
+    def collect(self) -> Any:
+        for metric in self.registry.collect():
+            metric.samples = [s for s in metric.samples if not s.name.endswith("_created")]
+            yield metric
+
+
+def exposition(registry: Any) -> bytes:
+    """``generate_latest(registry)`` as the kubelet exposes it (no ``_created`` series)."""
+    from prometheus_client import generate_latest
+
+    return bytes(generate_latest(_WithoutCreated(registry)))
+
+
 class Metrics:
     """The three credential provider metrics, on a registry of their own.
 
@@ -75,15 +99,8 @@ class Metrics:
         built = self._built
         if built is not None:
             return built
-        from prometheus_client import (
-            CollectorRegistry,
-            Counter,
-            Histogram,
-            disable_created_metrics,
-        )
+        from prometheus_client import CollectorRegistry, Counter, Histogram
 
-        # component-base exposes no _created series; client_python does unless told not to.
-        disable_created_metrics()
         with self._lock:
             if self._built is not None:
                 return self._built
@@ -157,6 +174,4 @@ class Metrics:
 
     def exposition(self) -> bytes:
         """The Prometheus text exposition (no ``_created`` series: the kubelet has none)."""
-        from prometheus_client import generate_latest
-
-        return generate_latest(self.registry)
+        return exposition(self.registry)
