@@ -23,3 +23,28 @@ class CredprovError(Exception):
     def with_hint(self, hint: str) -> CredprovError:
         self.hint = hint
         return self
+
+
+# One base per package, so a caller can catch one package's errors; each message is still
+# one line for the user. (CLIError, KubeletError and CRIError are their packages' bases.)
+
+
+class GoError(CredprovError):
+    """Go emulation (:mod:`credprov._go`): URL, duration and decoding errors with Go's text."""
+
+
+class FileError(CredprovError):
+    """Files credprov reads or writes (:mod:`credprov.base.fileio`)."""
+
+
+class CredentialProviderError(CredprovError):
+    """Credential providers (:mod:`credprov.credentialprovider`): configs, images, the
+    keyring, plugins and their answers."""
+
+
+class PullManagerError(CredprovError):
+    """KEP-2535 pull records and policies (:mod:`credprov.pullmanager`)."""
+
+
+class NodeAccessError(CredprovError):
+    """The node's access to the API server (:mod:`credprov.nodeauth`)."""

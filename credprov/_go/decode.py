@@ -31,7 +31,7 @@ import yaml
 from credprov._go import json as gojson
 from credprov._go.durations import DurationError, parse_duration
 from credprov._go.fmt import go_quote
-from credprov.errors import CredprovError
+from credprov.errors import GoError
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 MAX_STRICT_ERRORS = 100
 
 
-class DecodeError(CredprovError, ValueError):
+class DecodeError(GoError, ValueError):
     """A document the kubelet's decoder would reject; ``str()`` is apimachinery's text."""
 
 

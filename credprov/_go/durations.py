@@ -8,7 +8,7 @@ nanoseconds everywhere in credprov.
 
 from __future__ import annotations
 
-from credprov.errors import CredprovError
+from credprov.errors import GoError
 
 __all__ = [
     "HOUR",
@@ -45,7 +45,7 @@ _UNITS = {
 }
 
 
-class DurationError(CredprovError, ValueError):
+class DurationError(GoError, ValueError):
     """A string that ``time.ParseDuration`` would reject; ``str()`` is Go's text."""
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from credprov._go.fmt import go_quote
-from credprov.errors import CredprovError
+from credprov.errors import GoError
 
 __all__ = [
     "AddrError",
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 
-class GoURLError(CredprovError, ValueError):
+class GoURLError(GoError, ValueError):
     """A ``*url.Error``: ``str()`` is Go's ``parse "<url>": <reason>``."""
 
     def __init__(self, op: str, url: str, reason: str) -> None:
@@ -54,7 +54,7 @@ class GoURLError(CredprovError, ValueError):
         self.reason = reason
 
 
-class AddrError(CredprovError, ValueError):
+class AddrError(GoError, ValueError):
     """A ``*net.AddrError`` from ``net.SplitHostPort``; ``str()`` is Go's text."""
 
     def __init__(self, reason: str, addr: str) -> None:

@@ -27,7 +27,7 @@ import os
 import stat
 import sys
 
-from credprov.errors import CredprovError
+from credprov.errors import FileError
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
@@ -45,14 +45,14 @@ _KINDS = (
 )
 
 
-class NotRegularFileError(CredprovError, OSError):
+class NotRegularFileError(FileError, OSError):
     """The path names a FIFO, socket, device or directory instead of a regular file."""
 
     def __init__(self, path: str, kind: str) -> None:
         OSError.__init__(self, errno.EINVAL, f"not a regular file ({kind})", path)
 
 
-class FileTooLargeError(CredprovError, OSError):
+class FileTooLargeError(FileError, OSError):
     """The file holds more than the cap for what it is."""
 
     def __init__(self, path: str, limit: int) -> None:
@@ -132,7 +132,7 @@ def read_text(path: str, limit: int = MAX_FILE_BYTES, *, follow_symlinks: bool =
 _DIR_FSYNC_UNSUPPORTED = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EBADF})
 
 
-class AtomicWriteError(CredprovError, OSError):
+class AtomicWriteError(FileError, OSError):
     """A write that did not happen (or, ``stage == "sync"``, may not survive a crash).
 
     ``stage`` is ``"create"`` (the temp file), ``"write"`` (data, fsync or rename) or

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from credprov.base.clock import Clock
-from credprov.errors import CredprovError
+from credprov.errors import CredentialProviderError
 
 #: The cache key of a ``Global`` response (newest kubelet; angle brackets cannot clash
 #: with an image or registry name).
@@ -32,7 +32,7 @@ GLOBAL_CACHE_KEY = "<global>"
 CACHE_PURGE_INTERVAL = 15 * 60 * 1_000_000_000
 
 
-class CacheKeyError(CredprovError, ValueError):
+class CacheKeyError(CredentialProviderError, ValueError):
     """A key component too long for cryptobyte's 16-bit length prefix."""
 
 

@@ -33,7 +33,7 @@ from credprov.credentialprovider.keyring import (
     TrackedAuthConfig,
     make_pull_secret_keyring,
 )
-from credprov.errors import CredprovError
+from credprov.errors import CredentialProviderError
 
 # typing costs start-up on every CLI run; the protocols below are for type checkers, and
 # plain classes at run time (mypy reads TYPE_CHECKING as typing's).
@@ -101,7 +101,7 @@ class TokenRequest:
     pod_uid: str
 
 
-class ServiceAccountError(CredprovError):
+class ServiceAccountError(CredentialProviderError):
     """The service account or its token could not be obtained."""
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from functools import cache, lru_cache
 
-from credprov.errors import CredprovError
+from credprov.errors import CredentialProviderError
 
 __all__ = [
     "InvalidImageError",
@@ -39,7 +39,7 @@ _OFFICIAL_REPO_PREFIX = "library/"
 _DIGEST_HEX_LENGTHS = {"sha256": 64, "sha384": 96, "sha512": 128}
 
 
-class InvalidImageError(CredprovError, ValueError):
+class InvalidImageError(CredentialProviderError, ValueError):
     """An image reference distribution/reference rejects; ``str()`` is its error text."""
 
 

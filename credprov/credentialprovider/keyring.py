@@ -30,7 +30,7 @@ from credprov.credentialprovider.matching import (
     split_plain_target,
     urls_match_str,
 )
-from credprov.errors import CredprovError
+from credprov.errors import CredentialProviderError
 
 __all__ = [
     "DOCKERCFG_KEY",
@@ -64,7 +64,7 @@ DOCKERCFG_KEY = ".dockercfg"
 _DOCKER_HUB_KEY = "index.docker.io"
 
 
-class KeyringError(CredprovError, ValueError):
+class KeyringError(CredentialProviderError, ValueError):
     """A docker config or pull secret the kubelet could not use; never quotes a secret."""
 
 

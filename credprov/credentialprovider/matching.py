@@ -29,7 +29,7 @@ from functools import lru_cache
 
 from credprov._go.fmt import go_quote
 from credprov._go.url import AddrError, GoURL, GoURLError, parse, split_host_port
-from credprov.errors import CredprovError
+from credprov.errors import CredentialProviderError
 
 #: Go's ``url.Parse``, public for plugins that must parse image references as upstream does.
 parse_url = parse
@@ -52,7 +52,7 @@ __all__ = [
 _SEPARATOR = "/"
 
 
-class MatchPatternError(CredprovError, ValueError):
+class MatchPatternError(CredentialProviderError, ValueError):
     """Go's ``filepath.ErrBadPattern``."""
 
     def __init__(self) -> None:

@@ -19,12 +19,12 @@ from credprov.credentialprovider.keyring import (
     secret_coordinates,
     unusable_pull_secret_reason,
 )
-from credprov.errors import CredprovError
+from credprov.errors import CredentialProviderError
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 
 
-class ObjectsError(CredprovError, ValueError):
+class ObjectsError(CredentialProviderError, ValueError):
     """A file that does not hold what was expected; ``str()`` is one line."""
 
 

@@ -12,14 +12,14 @@ import base64
 import binascii
 import re
 
-from credprov.errors import CredprovError
+from credprov.errors import NodeAccessError
 
 __all__ = ["CSRParseError", "csr_common_name", "pem_csr_der"]
 
 _PEM_BLOCK = re.compile(rb"-----BEGIN ([^\r\n]*?)-----[ \t]*\r?\n(.*?)-----END \1-----", re.DOTALL)
 
 
-class CSRParseError(CredprovError, ValueError):
+class CSRParseError(NodeAccessError, ValueError):
     """The request is not a parseable CSR; the message follows Go's where it can."""
 
 

@@ -31,7 +31,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from credprov._go.fmt import go_quote
-from credprov.errors import CredprovError
+from credprov.errors import NodeAccessError
 from credprov.nodeauth._objects import MAPPINGS
 from credprov.nodeauth._objects import m as _m
 from credprov.nodeauth._objects import seq as _seq
@@ -134,7 +134,7 @@ class PodRefs(NamedTuple):
     resource_claims: tuple[str, ...]
 
 
-class UnknownVolumeError(CredprovError, ValueError):
+class UnknownVolumeError(NodeAccessError, ValueError):
     """A volume or projected source of a type not known to be safe."""
 
 

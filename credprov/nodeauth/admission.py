@@ -33,7 +33,7 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 from credprov._go.fmt import go_quote
-from credprov.errors import CredprovError
+from credprov.errors import NodeAccessError
 from credprov.nodeauth import _labels, _refs, _semantic
 from credprov.nodeauth._audience import aggregate, pod_references_audience
 from credprov.nodeauth._csitranslation import CSITranslator, InTreeCSITranslator
@@ -124,7 +124,7 @@ class AdmissionRequest:
     old_object: Mapping[str, Any] | None = None
 
 
-class AdmissionError(CredprovError):
+class AdmissionError(NodeAccessError):
     """A refused request.
 
     Attributes:

@@ -40,7 +40,7 @@ from typing import Any
 
 from credprov.base.clock import Clock, RealClock
 from credprov.credentialprovider.chain import ServiceAccountError, ServiceAccountInfo, TokenRequest
-from credprov.errors import CredprovError
+from credprov.errors import NodeAccessError
 from credprov.nodeauth.tokenmanager import (
     IssuedToken,
     TokenManager,
@@ -58,7 +58,7 @@ DEFAULT_TOKEN_SECONDS = 3600
 DEFAULT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 
-class APIError(CredprovError):
+class APIError(NodeAccessError):
     """An API server error: ``reason`` is ``Forbidden``, ``NotFound`` or ``Conflict``."""
 
     def __init__(self, reason: str, message: str) -> None:

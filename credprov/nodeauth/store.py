@@ -21,7 +21,7 @@ from typing import Any
 
 from credprov._go.json import YAMLError, load_yaml_all
 from credprov.base.fileio import FileTooLargeError, read_bounded, read_stream
-from credprov.errors import CredprovError
+from credprov.errors import NodeAccessError
 
 __all__ = [
     "CLUSTER_SCOPED_RESOURCES",
@@ -101,7 +101,7 @@ MAX_OBJECTS_FILE_BYTES = 1024 * 1024 * 1024
 _StrList = list[str]
 
 
-class NodeAuthError(CredprovError, ValueError):
+class NodeAuthError(NodeAccessError, ValueError):
     """Bad objects or a bad request; ``str()`` is one line and quotes no object content."""
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from credprov._go.singleflight import Group
 from credprov.base.clock import Clock, RealClock
-from credprov.errors import CredprovError
+from credprov.errors import NodeAccessError
 
 __all__ = [
     "MAX_TTL_SECONDS",
@@ -85,7 +85,7 @@ class IssuedToken:
         return self.expires_at - self.expiration_seconds
 
 
-class TokenManagerError(CredprovError):
+class TokenManagerError(NodeAccessError):
     """No usable token: the request failed and nothing unexpired is cached.
 
     ``cause`` is the request's own error, for callers that map it to their type.

@@ -13,18 +13,18 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from credprov.credentialprovider.keyring import TrackedAuthConfig
-from credprov.errors import CredprovError
+from credprov.errors import PullManagerError
 from credprov.pullmanager.types import ImagePulledRecord, ImagePullIntent
 
 
-class StoreReadError(CredprovError):
+class StoreReadError(PullManagerError):
     """A record or intent file exists but cannot be read or strictly decoded.
 
     The manager fails safe on it: the image counts as kubelet-pulled and must be verified.
     """
 
 
-class StoreWriteError(CredprovError):
+class StoreWriteError(PullManagerError):
     """A record or intent could not be written or deleted (ENOSPC, EACCES, ...)."""
 
 
@@ -71,7 +71,7 @@ class RuntimeImage:
 REGISTRY_UNAVAILABLE = "RegistryUnavailable"
 
 
-class PullError(CredprovError):
+class PullError(PullManagerError):
     """``PullImage`` failed; ``str()`` is the runtime's message (never a password)."""
 
 

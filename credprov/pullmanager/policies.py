@@ -27,7 +27,7 @@ from typing import ClassVar, Protocol
 
 from credprov._go.fmt import go_quote
 from credprov.credentialprovider.images import InvalidImageError, parse_image_name
-from credprov.errors import CredprovError
+from credprov.errors import PullManagerError
 
 __all__ = [
     "ALWAYS_VERIFY",
@@ -80,7 +80,7 @@ class InvalidImageNameError(InvalidImageError):
         self.reason = reason
 
 
-class AllowlistError(CredprovError, ValueError):
+class AllowlistError(PullManagerError, ValueError):
     """A ``preloadedImagesVerificationAllowlist`` pattern the kubelet rejects."""
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from credprov.errors import CredprovError
+from credprov.errors import PullManagerError
 
 GROUP = "kubelet.config.k8s.io"
 VERSIONS = ("v1alpha1", "v1beta1")
@@ -31,7 +31,7 @@ RECORD_KIND = "ImagePulledRecord"
 _STRICT = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
 
 
-class RecordDecodeError(CredprovError, ValueError):
+class RecordDecodeError(PullManagerError, ValueError):
     """A record or intent file that does not decode strictly."""
 
 

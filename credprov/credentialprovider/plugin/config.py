@@ -20,7 +20,7 @@ from credprov.api import internal
 from credprov.api.config import decode_config
 from credprov.base.fileio import FileTooLargeError, NotRegularFileError, read_bounded, read_stream
 from credprov.base.hashing import sha256 as _sha256
-from credprov.errors import CredprovError
+from credprov.errors import CredentialProviderError
 
 __all__ = [
     "DEFAULT_FEATURE_GATES",
@@ -50,7 +50,7 @@ _CONFIG_EXTENSIONS = (".json", ".yaml", ".yml")
 MAX_CONFIG_FILE_BYTES = 16 * 1024 * 1024
 
 
-class ConfigError(CredprovError):
+class ConfigError(CredentialProviderError):
     """A config the kubelet would refuse to start with; ``str()`` is the kubelet's text."""
 
 

@@ -28,7 +28,7 @@ from credprov.api import internal
 from credprov.api.exec import decode_response, encode_request, interpret_response_gvk
 from credprov.base.redact import Redactor, terminal_safe
 from credprov.credentialprovider.plugin.metrics import Metrics
-from credprov.errors import CredprovError
+from credprov.errors import CredentialProviderError
 
 log = logging.getLogger("credprov.plugin")
 
@@ -47,7 +47,7 @@ _PIPE_GRACE_SECONDS = 1.0
 _EXIT_POLL_SECONDS = 0.005
 
 
-class PluginError(CredprovError):
+class PluginError(CredentialProviderError):
     """A plugin execution or response error; ``str()`` is the kubelet's text.
 
     ``detail`` may hold more (a decode reason) and can quote plugin output: it is for

@@ -17,13 +17,13 @@ import sysconfig
 from dataclasses import dataclass
 
 from credprov.base.fileio import read_bounded, write_atomic
-from credprov.errors import CredprovError
+from credprov.errors import CredentialProviderError
 from credprov.sdk._launch import MARKER
 
 ENTRY_POINT_GROUP = "credprov.plugins"
 
 
-class InstallError(CredprovError):
+class InstallError(CredentialProviderError):
     """A plugin cannot be installed; ``str()`` is one line."""
 
 

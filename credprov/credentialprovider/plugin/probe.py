@@ -26,12 +26,12 @@ from credprov.credentialprovider.plugin.config import (
     load_config,
 )
 from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, ExecPlugin, PluginError
-from credprov.errors import CredprovError
+from credprov.errors import CredentialProviderError
 
 __all__ = ["ProbeError", "ProbeResult", "probe_provider"]
 
 
-class ProbeError(CredprovError):
+class ProbeError(CredentialProviderError):
     """The provider cannot be probed (not in the config, a bad image); one line."""
 
 
