@@ -23,23 +23,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from credprov.cli.main import CLIError, add_common
+from credprov.kubelet.node import record_credential_kinds
 
 if TYPE_CHECKING:
     from credprov.kubelet.scenario import Scenario
-from credprov.kubelet.node import (
-    record_credential_kinds,
-)
-
-_STEP_ACTIONS = (
-    "pod",
-    "restart",
-    "removeImage",
-    "addImage",
-    "rotateSecret",
-    "pruneRecords",
-    "registryAvailable",
-)
-_DECISIONS = ("pulled", "present", "never-pull", "failed", "error")
 
 
 def add_parser(sub: Any) -> None:
