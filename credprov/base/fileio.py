@@ -86,20 +86,39 @@ def read_bounded(path: str, limit: int = MAX_FILE_BYTES, *, follow_symlinks: boo
             raise NotRegularFileError(path, file_kind(st.st_mode))
         if st.st_size > limit:
             raise FileTooLargeError(path, limit)
-        chunks: list[bytes] = []
-        total = 0
-        # Read to EOF but never past the limit: the file may grow after fstat.
-        while total <= limit:
-            chunk = os.read(fd, min(limit + 1 - total, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > limit:
-            raise FileTooLargeError(path, limit)
-        return b"".join(chunks)
+        return read_regular_fd(fd, st.st_size, limit, path)
     finally:
         os.close(fd)
+
+
+def read_regular_fd(fd: int, size: int, limit: int, path: str) -> bytes:
+    """Read the open regular file ``fd`` (``size`` bytes at fstat) to its end, never more
+    than ``limit`` bytes: the file may grow after fstat.
+
+    The first read asks for the file's size (plus one byte, to see the end): ``os.read``
+    allocates what it is asked for, so asking for the limit would cost the limit per read.
+    A regular file's read comes up short only at its end, so a short read ends the loop.
+
+    Raises:
+        FileTooLargeError: the file holds more than ``limit`` bytes.
+        OSError: a read failed.
+    """
+    chunks: list[bytes] = []
+    total = 0
+    want = size + 1
+    while total <= limit:
+        asked = min(want, limit + 1 - total)
+        chunk = os.read(fd, asked)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        if len(chunk) < asked:
+            break
+        want = 65536
+    if total > limit:
+        raise FileTooLargeError(path, limit)
+    return b"".join(chunks)
 
 
 def read_stream(

@@ -54,7 +54,13 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, Literal, TypeVar
 
-from credprov.base.fileio import AtomicWriteError, sync_dir, write_atomic
+from credprov.base.fileio import (
+    AtomicWriteError,
+    FileTooLargeError,
+    read_regular_fd,
+    sync_dir,
+    write_atomic,
+)
 from credprov.pullmanager.interfaces import StoreReadError, StoreWriteError
 from credprov.pullmanager.locks import MAX_LOCK_STRIPES, key_hash
 from credprov.pullmanager.types import (
@@ -397,25 +403,10 @@ class FSPullRecordsAccessor:
                 raise _Unusable(f"{path}: not a regular file")
             if st.st_size > MAX_FILE_SIZE:
                 raise _Unusable(f"{path}: larger than {MAX_FILE_SIZE} bytes")
-            chunks: list[bytes] = []
-            total = 0
-            # Read to EOF but no further than the limit: the file may grow after fstat. Ask
-            # for its size first (os.read allocates what it is asked for, so asking for the
-            # limit costs a megabyte per read).
-            want = st.st_size + 1
-            while total <= MAX_FILE_SIZE:
-                asked = min(want, MAX_FILE_SIZE + 1 - total)
-                chunk = os.read(fd, asked)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                total += len(chunk)
-                if len(chunk) < asked:
-                    break  # a regular file's read comes up short only at its end
-                want = 65536
-            if total > MAX_FILE_SIZE:
-                raise _Unusable(f"{path}: larger than {MAX_FILE_SIZE} bytes")
-            return b"".join(chunks)
+            try:
+                return read_regular_fd(fd, st.st_size, MAX_FILE_SIZE, path)
+            except FileTooLargeError:
+                raise _Unusable(f"{path}: larger than {MAX_FILE_SIZE} bytes") from None
         except OSError as exc:
             raise _Unusable(f"{path}: cannot read: {_reason(exc)}") from exc
         finally:
