@@ -1,4 +1,4 @@
-"""Output helpers shared by the subcommands: JSON, redaction, atomic files."""
+"""Output helpers shared by the subcommands: JSON and the redaction marker."""
 
 from __future__ import annotations
 
@@ -22,14 +22,3 @@ def secret(value: str, show: bool) -> str:
     if show or value == "":
         return value
     return REDACTED
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """``credprov.base.fileio.write_atomic`` for files the user names (``--metrics-out``).
-
-    Raises:
-        OSError: the directory is not writable and so on.
-    """
-    from credprov.base.fileio import write_atomic as write
-
-    write(path, data)

@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from credprov.cli._output import print_json, secret, write_atomic
+from credprov.base.fileio import write_atomic
+from credprov.cli._output import print_json, secret
 from credprov.cli.main import add_common, feature_gates
 
 

@@ -241,7 +241,7 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
             _add_as_pod(report, as_pod)
 
     if args.metrics_out:
-        from credprov.cli._output import write_atomic
+        from credprov.base.fileio import write_atomic
 
         try:
             write_atomic(args.metrics_out, metrics.exposition())

@@ -73,7 +73,7 @@ from credprov._go.decode import DecodeError
 from credprov._go.durations import SECOND, DurationError, format_duration, parse_duration
 from credprov.api import internal
 from credprov.api.exec import api_version_of, interpret_response_gvk
-from credprov.base.redact import REDACTED, Redactor
+from credprov.base.redact import REDACTED, Redactor, terminal_safe
 from credprov.credentialprovider.images import parse_image_name
 from credprov.credentialprovider.matching import explain_match, parse_schemeless_url, urls_match_str
 from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, ExecPlugin, PluginError
@@ -367,7 +367,7 @@ class _Context:
         return _Outcome(stdout, stderr, returncode, error, timed_out, duration)
 
     def detail(self, text: str) -> str:
-        return _clip(self.redactor(_one_line(text)))
+        return _clip(self.redactor(terminal_safe(text)))
 
     def learn(self, stdout: bytes) -> None:
         """Remember every password-like value of a response, even one that does not decode."""
@@ -838,10 +838,6 @@ def _lenient_json(data: bytes) -> Any:
         return json.loads(data.decode("utf-8", "replace"))
     except ValueError:
         return None
-
-
-def _one_line(text: str) -> str:
-    return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
 def _clip(text: str) -> str:
