@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -238,30 +241,49 @@ def test_migrate_reports_every_file_it_writes(
     assert target.is_file() and misnamed.is_file()
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root")
-def test_unreadable_root_is_an_error_not_an_empty_list(root: Path) -> None:
-    import subprocess
-    import sys
-
-    root.chmod(0o700)
-    proc = subprocess.run(
-        [
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            sys.executable,
-            "-m",
-            "credprov",
-            "pull-records",
-            "list",
-            "--root",
-            str(root),
-        ],
+def _as_nobody(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, *argv],
         capture_output=True,
         text=True,
         cwd="/",
         env={"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "PATH": "/usr/bin:/bin"},
     )
+
+
+@pytest.mark.parametrize(
+    ("denied", "message"),
+    [
+        ("stat", "permission denied (run as root?)"),  # a parent directory not traversable
+        ("access", "permission denied reading"),  # the 0700 root itself
+    ],
+)
+def test_unreadable_root_is_an_error_not_an_empty_list(
+    root: Path, monkeypatch: pytest.MonkeyPatch, denied: str, message: str
+) -> None:
+    """In-process, so it runs whoever runs the tests: the OS's answers are those an
+    unprivileged user gets (root itself is never refused)."""
+    real_stat = os.stat
+    if denied == "stat":
+
+        def stat(path: Any, *args: Any, **kwargs: Any) -> Any:
+            if str(path) == str(root):
+                raise PermissionError(13, "Permission denied", str(path))
+            return real_stat(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, "stat", stat)
+    else:
+        monkeypatch.setattr(os, "access", lambda path, mode: str(path) != str(root))
+    with pytest.raises(CLIError, match=re.escape(message)) as err:
+        run(["pull-records", "list", "--root", str(root)])
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root")
+def test_unreadable_root_as_a_real_unprivileged_user(root: Path) -> None:
+    if _as_nobody("-c", "import credprov").returncode != 0:
+        pytest.skip("this checkout is not readable by an unprivileged user")
+    root.chmod(0o700)
+    proc = _as_nobody("-m", "credprov", "pull-records", "list", "--root", str(root))
     assert proc.returncode == 1, proc.stdout
     assert "permission denied" in proc.stderr and proc.stderr.count("\n") == 1
