@@ -8,6 +8,7 @@ stderr with exit status 1; usage errors exit 2; nothing prints a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -21,6 +22,47 @@ if TYPE_CHECKING:
 
 class CLIError(CredprovError):
     """A user-facing error: printed as one line, exit status 1."""
+
+
+def _terminal_columns() -> int:
+    """The width ``shutil.get_terminal_size`` reports: ``$COLUMNS``, else the terminal's, else
+    80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, sized without ``shutil``: argparse imports it (2-3 ms, with
+    ``bz2`` and ``lzma``) in every parser's first ``add_argument`` only to read the terminal
+    width, so every command paid for help it did not print."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        if width is None:
+            width = _terminal_columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """An ArgumentParser whose default formatter is :class:`_HelpFormatter`; subcommand
+    parsers are of this class too (``add_subparsers`` makes them with ``type(self)``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
 
 
 def _verbosity(value: str) -> int:
@@ -143,7 +185,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         if wanted is None or name == wanted
     ]
 
-    parser = argparse.ArgumentParser(
+    parser = _ArgumentParser(
         prog="credprov",
         description=(
             "Kubelet image credential providers, offline: validate a "
