@@ -15,7 +15,9 @@ untimed first run), with the project's interpreter, measured against ``python -I
   regular install does not have.
 
 The commands run through the virtualenv's console scripts, as users run them. Usage:
-``.venv/bin/python benchmarks/bench_cli.py [--rounds N] [--quick] [--json FILE]``.
+``.venv/bin/python benchmarks/bench_cli.py [--rounds N] [--quick] [--json FILE]
+[--baseline CHECKOUT]``; ``--baseline`` runs another checkout's commands in the same rounds
+and prints after/before ratios.
 Always exits 0; prints ``UNEXPECTED`` beside a missed target.
 """
 
@@ -65,8 +67,14 @@ def _timed(cmd: list[str], env: dict[str, str], stdin: bytes) -> tuple[float, fl
     return wall, cpu
 
 
-def commands() -> dict[str, tuple[list[str], dict[str, str], bytes, float | None]]:
-    """name -> (argv, env, stdin, target ratio to the floor or None)."""
+def commands(
+    baseline: Path | None = None,
+) -> dict[str, tuple[list[str], dict[str, str], bytes, float | None]]:
+    """name -> (argv, env, stdin, target ratio to the floor or None).
+
+    With ``baseline`` (another checkout with its own ``.venv``), each credprov command also
+    runs from there, as ``NAME (baseline)``, on this checkout's config files.
+    """
     scripts = Path(sys.executable).parent
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     helper_env = dict(
@@ -75,12 +83,30 @@ def commands() -> dict[str, tuple[list[str], dict[str, str], bytes, float | None
         CREDPROV_PROVIDER_BIN_DIR=str(BIN_DIR),
     )
     request = json.dumps({"kind": "CredentialProviderRequest", "apiVersion": API, "image": IMAGE})
+    out = _commands(scripts, env, helper_env, request)
+    if baseline is not None:
+        for name, (cmd, cenv, stdin, _) in _commands(
+            baseline / ".venv" / "bin", env, helper_env, request
+        ).items():
+            if name.startswith(("credprov", "docker-credential")):
+                out[f"{name} (baseline)"] = (cmd, cenv, stdin, None)
+    return out
+
+
+def _commands(
+    scripts: Path, env: dict[str, str], helper_env: dict[str, str], request: str
+) -> dict[str, tuple[list[str], dict[str, str], bytes, float | None]]:
     credprov = str(scripts / "credprov")
     return {
-        "python -I -c pass (floor)": ([sys.executable, "-I", "-c", "pass"], env, b"", None),
+        "python -I -c pass (floor)": (
+            [str(scripts / "python"), "-I", "-c", "pass"],
+            env,
+            b"",
+            None,
+        ),
         # What every console script pays before credprov's first line: site, with this
         # virtualenv's .pth files (an editable install's finder imports pathlib & co).
-        "python -c pass (site)": ([sys.executable, "-c", "pass"], env, b"", None),
+        "python -c pass (site)": ([str(scripts / "python"), "-c", "pass"], env, b"", None),
         "credprov get-credentials": (
             [
                 credprov,
@@ -122,10 +148,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--quick", action="store_true", help="5 rounds")
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument(
+        "--baseline",
+        metavar="CHECKOUT",
+        type=Path,
+        help="another checkout (with its .venv from scripts/setup.sh) whose commands run in "
+        "the same rounds, for before/after ratios measured side by side",
+    )
     args = parser.parse_args(argv)
     rounds = 5 if args.quick else args.rounds
+    if args.baseline is not None and not (args.baseline / ".venv" / "bin" / "credprov").is_file():
+        parser.error(f"{args.baseline}: no .venv/bin/credprov (run its scripts/setup.sh)")
 
-    cmds = commands()
+    cmds = commands(args.baseline)
     samples: dict[str, list[float]] = {name: [] for name in cmds}
     cpu: dict[str, list[float]] = {name: [] for name in cmds}
     errors: dict[str, str] = {}
@@ -155,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name, (_, _, _, target) in cmds.items():
         if name in errors:
-            print(f"  {name:<32} ERROR {errors[name]}")
+            print(f"  {name:<42} ERROR {errors[name]}")
             continue
         values = samples[name]
         med = statistics.median(values)
@@ -166,9 +201,17 @@ def main(argv: list[str] | None = None) -> int:
             verdict = f"  (target <= {target:.0f}x)" + ("" if r <= target else "  UNEXPECTED")
         cmed = statistics.median(cpu[name])
         print(
-            f"  {name:<32} {med * 1000:7.1f} ms (spread {spread:5.1f}) {r:5.2f}x   "
+            f"  {name:<42} {med * 1000:7.1f} ms (spread {spread:5.1f}) {r:5.2f}x   "
             f"cpu {cmed * 1000:6.1f} ms {cmed / cpu_floor:5.2f}x{verdict}"
         )
+    for name in cmds:
+        if name.endswith(" (baseline)") and name not in errors:
+            now = name.removesuffix(" (baseline)")
+            if now in errors:
+                continue
+            ratio = statistics.median(samples[now]) / statistics.median(samples[name])
+            cratio = statistics.median(cpu[now]) / statistics.median(cpu[name])
+            print(f"  after/before {now:<30} wall {ratio:5.2f}   cpu {cratio:5.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
     return 0

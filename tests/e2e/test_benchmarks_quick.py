@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 QUICK = {
     "bench_engine.py": ["--quick"],
-    "bench_cli.py": ["--quick"],
+    "bench_cli.py": ["--quick", "--baseline", "."],  # this checkout against itself
     "bench_plugins.py": ["--quick"],
     "bench_pullmanager.py": ["--quick"],
     "bench_nodeauth.py": ["--quick"],
@@ -70,3 +70,21 @@ def test_quick_benchmarks_run_and_print_figures() -> None:
         elif "Traceback" in proc.stdout or "ERROR" in proc.stdout:
             failed.append(f"{name}: a section failed:\n{proc.stdout[-1500:]}")
     assert not failed, "\n".join(failed)
+
+
+def test_cli_benchmark_baseline_needs_a_set_up_checkout(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "bench_cli.py"), "--baseline", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .endswith("no .venv/bin/credprov (run its scripts/setup.sh)")
+    )
+    assert "Traceback" not in proc.stderr
