@@ -18,11 +18,19 @@ missed once since the cache last made room for such a key (a "doorkeeper", as in
 Upstream fills on every miss, so when the working set is larger than the cache (10,000
 records behind 100 slots) every miss evicts an entry that is about as likely to be asked
 for again as the one coming in, and the cache is slower than none; with the doorkeeper such
-a miss costs one set lookup and reads the delegate without touching the cache. A key asked
-for twice in a row still enters after its second miss, so a new hot set settles in quickly.
-The rule only decides *what* is kept: a lookup answers exactly as before (a hit from memory,
-an authoritative miss as absent, any other miss from the delegate), and since a refused
-fill evicts nothing it never changes the authoritative flag.
+a miss costs one set lookup and reads the delegate without touching the cache (nor its
+stripe lock: nothing is cached, so nothing can race a write). A key asked for again soon
+enters on its second miss, so a new hot set settles in quickly. The rule only decides
+*what* is kept: a lookup answers exactly as before (a hit from memory, an authoritative
+miss as absent, any other miss from the delegate), and since a refused fill evicts nothing
+it never changes the authoritative flag. Even so, with 10,000 records uniformly checked
+behind 100 slots the layer is break-even at best: 1% of checks hit, which saves about as
+much as the lock and the probe cost on the other 99%.
+
+The LRU is an ``OrderedDict`` rather than ``cachetools.LRUCache`` (used before): a cached
+pull check costs about 1.5 µs in all, and a cachetools hit alone was 300 ns (four Python
+calls) against 70 ns; and the doorkeeper has to sit between the miss and the insert, where
+cachetools offers no hook. See :class:`_LRU`.
 
 Several processes may share one kubelet root (credprov supports two). An authoritative
 cache cannot see another process's writes: a record or intent written elsewhere after this
