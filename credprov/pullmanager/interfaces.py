@@ -29,7 +29,13 @@ class StoreWriteError(PullManagerError):
 
 
 class PullRecordsAccessor(Protocol):
-    """Read and write ``ImagePullIntent`` and ``ImagePulledRecord`` objects."""
+    """Read and write ``ImagePullIntent`` and ``ImagePulledRecord`` objects.
+
+    Every method may be called from several threads at once. The manager reads a record
+    without its locks when it finds one, so ``get_image_pulled_record`` may run while the
+    same record is written or deleted, and must then return the old or the new state, never
+    a mix (the file store's atomic rename and the memory layer's lock give that).
+    """
 
     def write_image_pull_intent(self, image: str) -> None:
         """Raises StoreWriteError."""

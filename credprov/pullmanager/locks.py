@@ -1,8 +1,12 @@
 """Striped locks: per-key mutual exclusion with a bounded number of locks.
 
-Mirrors the kubelet's ``pkg/kubelet/images/pullmanager/locks.go`` (``StripedLockSet`` with
-FNV-1 32-bit key hashing), shared by the manager and the in-memory layer; the file store
-uses the same hash for its cross-process flock stripes.
+Mirrors the kubelet's ``pkg/kubelet/images/pullmanager/locks.go`` (``StripedLockSet``),
+shared by the manager and the in-memory layer. Upstream picks a stripe by FNV-1 32-bit;
+which stripe a key gets inside one process is invisible outside it, so
+:class:`StripedLockSet` uses Python's own string hash (computed in C, cached on the string):
+FNV-1 in Python is a byte loop of microseconds per key, and memoising it thrashed once a node
+checked more keys than the memo held. The file store's flock stripes are shared between
+processes and keep FNV-1 (:func:`key_hash`), so every credprov process agrees on them.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from collections.abc import Iterator
 
 #: The kubelet never allocates more stripes than this.
 MAX_LOCK_STRIPES = 31
-_BY_KEY_SIZE = 16384
 
 
 def fnv32(data: bytes) -> int:
@@ -29,9 +32,8 @@ def fnv32(data: bytes) -> int:
 def key_hash(key: str) -> int:
     """``fnv32`` of ``key``'s UTF-8, memoised.
 
-    Every check hashes its image and imageRef two or three times (the manager's stripes, the
-    in-memory layer's, the file store's flock stripe), always the same few keys of a node;
-    a byte loop in Python costs microseconds per key, a dictionary hit a fraction of one.
+    The file store's flock stripe of every write; a byte loop in Python costs microseconds
+    per key, a dictionary hit a fraction of one.
     """
     return fnv32(key.encode("utf-8"))
 
@@ -45,19 +47,13 @@ class StripedLockSet:
 
     def __init__(self, size: int) -> None:
         self._locks = [threading.Lock() for _ in range(min(MAX_LOCK_STRIPES, max(size, 1)))]
-        self._by_key: dict[str, threading.Lock] = {}  # key -> its stripe, remembered
+        self._stripes = len(self._locks)
 
     def __len__(self) -> int:
-        return len(self._locks)
+        return self._stripes
 
     def lock(self, key: str) -> threading.Lock:
-        found = self._by_key.get(key)
-        if found is None:
-            found = self._locks[key_hash(key) % len(self._locks)]
-            if len(self._by_key) >= _BY_KEY_SIZE:
-                self._by_key = {}
-            self._by_key[key] = found
-        return found
+        return self._locks[hash(key) % self._stripes]
 
     @contextlib.contextmanager
     def global_lock(self) -> Iterator[None]:

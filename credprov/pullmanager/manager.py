@@ -338,10 +338,6 @@ class ImagePullManager:
             return contextlib.nullcontext()
         return self._locker(kind, key)
 
-    def _count(self, result: str) -> None:
-        if self._metrics is not None:
-            self._metrics.must_pull_check(result)
-
     def _expired(self, record: ImagePulledRecord, now: dt.datetime | None = None) -> bool:
         if self._record_max_age is None:
             return False
@@ -479,34 +475,29 @@ class ImagePullManager:
             must_pull, result = self._must_attempt(image, image_ref, get_pod_credentials)
             return must_pull
         finally:
-            self._count(result)
+            if self._metrics is not None:
+                self._metrics.must_pull_check(result)
 
     def _must_attempt(
         self, image: str, image_ref: str, get_pod_credentials: GetPodCredentials
     ) -> tuple[bool, str]:
         """(Over 80 lines on purpose: it mirrors MustAttemptImagePull's decision table in
         upstream's order.)"""
-        # Steps 1-2: hold both locks so no write changes the files the decision reads.
+        # Steps 1-2.
         try:
-            with self._record_locks.lock(image_ref), self._intent_locks.lock(image):
+            # A record found settles "pulled by the kubelet" on its own, and reading it is
+            # one read that the accessor makes atomic (a write replaces the whole record):
+            # done without the locks it equals a locked read made just before or just after
+            # any concurrent write, so the common case skips two lock round trips. A missing
+            # record (then the intent decides), or preloaded-name tracking (which reads the
+            # intent too), takes the locks and reads again.
+            record = None
+            if self._preloaded is None:
                 record = self._accessor.get_image_pulled_record(image_ref)
-                pulled_by_kubelet = record is not None
-                if not pulled_by_kubelet:
-                    # The counter is only a shortcut: after a restart only the file says so.
-                    pulled_by_kubelet = self._intent_counters.get(image, 0) > 0
-                if not pulled_by_kubelet:
-                    pulled_by_kubelet = self._accessor.image_pull_intent_exists(image)
-                elif (
-                    self._preloaded is not None
-                    and record is not None
-                    and self._intent_counters.get(image, 0) == 0
-                    and not self._accessor.image_pull_intent_exists(image)
-                    and self._preloaded.is_preloaded_name(image_ref, image)
-                ):
-                    # The record came from pulling another name of the same image; this
-                    # name was on the node before any pull (#138175): still preloaded.
-                    pulled_by_kubelet = False
-                    record = None
+            if record is not None:
+                pulled_by_kubelet = True
+            else:
+                record, pulled_by_kubelet = self._read_locked(image, image_ref)
         except StoreReadError as exc:
             # Fail safe: an unreadable record or intent means "verify".
             log.error("Unable to access cache records about image pulls: %s", exc)
@@ -528,36 +519,39 @@ class ImagePullManager:
         entry = record.credential_mapping.get(key)
         if entry is None:
             return True, RESULT_MUST_AUTHENTICATE
-        if self._expired(record):
+        if self._record_max_age is not None and self._expired(record):
             return True, RESULT_MUST_AUTHENTICATE
         # Step 7.
         if entry.node_pods_accessible:
             return False, RESULT_RECORD_FOUND
         # Step 8: a tracked image without credentials (e.g. converted from an intent).
-        cached_secrets = entry.secrets
-        if not cached_secrets and not entry.service_accounts:
+        cached_secrets = entry.kubernetes_secrets or ()
+        if not cached_secrets and not entry.kubernetes_service_accounts:
             return True, RESULT_MUST_AUTHENTICATE
         # Step 9: only now may plugins run (PR #133079).
         pod_secrets, pod_service_account = get_pod_credentials()
         # Step 10.
         may_write = len(cached_secrets) < WRITE_RECORD_WHILE_MATCHING_LIMIT
         for pod_secret in pod_secrets:
+            pod_hash = pod_secret.credential_hash
             for cached in cached_secrets:
                 # An empty cached hash means hashing failed: it matches nothing.
-                hashes_match = bool(cached.credential_hash) and (
-                    pod_secret.credential_hash == cached.credential_hash
-                )
-                coords_match = (
-                    pod_secret.uid == cached.uid
-                    and pod_secret.namespace == cached.namespace
-                    and pod_secret.name == cached.name
-                )
-                if hashes_match:
-                    if not coords_match and may_write:
+                cached_hash = cached.credential_hash
+                if cached_hash and pod_hash == cached_hash:
+                    if may_write and not (
+                        pod_secret.uid == cached.uid
+                        and pod_secret.namespace == cached.namespace
+                        and pod_secret.name == cached.name
+                    ):
                         # Same credential in another secret: remember it for next time.
                         self._learn(image, image_ref, pod_secret)
                     return False, RESULT_RECORD_FOUND
-                if coords_match and may_write:
+                if (
+                    may_write
+                    and pod_secret.uid == cached.uid
+                    and pod_secret.namespace == cached.namespace
+                    and pod_secret.name == cached.name
+                ):
                     # The secret that pulled was rotated: trust it and store the new hash.
                     self._learn(image, image_ref, pod_secret)
                     return False, RESULT_RECORD_FOUND
@@ -568,6 +562,27 @@ class ImagePullManager:
             return False, RESULT_RECORD_FOUND
         # Step 12.
         return True, RESULT_MUST_AUTHENTICATE
+
+    def _read_locked(self, image: str, image_ref: str) -> tuple[ImagePulledRecord | None, bool]:
+        """(record, pulled by the kubelet), read under both locks so no write changes the
+        files between the reads. Raises StoreReadError."""
+        accessor = self._accessor
+        with self._record_locks.lock(image_ref), self._intent_locks.lock(image):
+            record = accessor.get_image_pulled_record(image_ref)
+            if record is None:
+                # The counter is only a shortcut: after a restart only the file says so.
+                pulled = self._intent_counters.get(image, 0) > 0
+                return None, pulled or accessor.image_pull_intent_exists(image)
+            if (
+                self._preloaded is not None
+                and self._intent_counters.get(image, 0) == 0
+                and not accessor.image_pull_intent_exists(image)
+                and self._preloaded.is_preloaded_name(image_ref, image)
+            ):
+                # The record came from pulling another name of the same image; this name
+                # was on the node before any pull (#138175): still preloaded.
+                return None, False
+            return record, True
 
     def _learn(self, image: str, image_ref: str, secret: ImagePullSecret) -> None:
         creds = ImagePullCredentials(kubernetesSecrets=[secret])

@@ -6,13 +6,23 @@ recorded once per ``EnsureImageExists``) and ``pkg/kubelet/images/pullmanager/me
 gauges). All are ALPHA upstream, hence the ``[ALPHA] `` help prefix component-base adds.
 Like :class:`credprov.credentialprovider.plugin.metrics.Metrics`, each :class:`PullManagerMetrics` has its own
 registry, so several managers in one process (or in tests) do not share counts.
+
+The must-pull counter is counted once per pull check, the pull manager's hottest path, so
+it is not a ``prometheus_client.Counter``: a labelled child's ``inc()`` takes a lock and
+costs about 300 ns, a fifth of a check answered from memory. :class:`_MustPullChecks`
+appends the result to a ``deque`` (thread-safe without a lock, about 30 ns) and folds what
+accumulated into its totals when the registry collects, or every 1,024 checks so the queue
+stays short; the exposition is the same series, help text and type.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from collections import deque
+from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client.core import CounterMetricFamily, Metric
 
 from credprov.credentialprovider.plugin.metrics import exposition
 
@@ -40,6 +50,43 @@ CHECK_RESULTS = (
 )
 
 
+_CHECK_RESULT_SET = frozenset(CHECK_RESULTS)
+# Checks queued before they are folded into the totals even when nobody collects.
+_FOLD_AT = 1024
+
+
+class _MustPullChecks:
+    """``kubelet_imagemanager_image_mustpull_checks_total`` as a custom collector.
+
+    Only results counted at least once are exposed, in the order first counted, as a
+    labelled ``Counter`` shows its children.
+    """
+
+    def __init__(self, name: str, documentation: str) -> None:
+        self._name = name
+        self._documentation = documentation
+        #: Results not yet folded into the totals; append to count one.
+        self.pending: deque[str] = deque()
+        self._totals: dict[str, int] = {}
+        self._fold_lock = threading.Lock()
+
+    def fold(self) -> None:
+        """Move the pending results into the totals."""
+        with self._fold_lock:
+            pending, totals = self.pending, self._totals
+            # Only folders pop, under this lock: the first len() items are there to take.
+            for _ in range(len(pending)):
+                result = pending.popleft()
+                totals[result] = totals.get(result, 0) + 1
+
+    def collect(self) -> Iterator[Metric]:
+        self.fold()
+        family = CounterMetricFamily(self._name, self._documentation, labels=["result"])
+        for result, count in list(self._totals.items()):
+            family.add_metric([result], count)
+        yield family
+
+
 def _tri_state(value: bool | None) -> str:
     # The kubelet passes *bool: nil is "unknown" (e.g. the image could not be inspected).
     if value is None:
@@ -52,7 +99,6 @@ class PullManagerMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self._mustpull_children: dict[str, Any] = {}
         # Subsystem "kubelet" + "_" + "image_manager": the underscore is upstream's.
         self.ensure_image_requests = Counter(
             "kubelet_image_manager_ensure_image_requests",
@@ -60,13 +106,13 @@ class PullManagerMetrics:
             ["pull_policy", "present_locally", "pull_required"],
             registry=self.registry,
         )
-        self.mustpull_checks = Counter(
+        self.mustpull_checks = _MustPullChecks(
             "kubelet_imagemanager_image_mustpull_checks",
             _STABILITY + "Counter for how many times kubelet checked whether credentials need "
             "to be re-verified to access an image",
-            ["result"],
-            registry=self.registry,
         )
+        self.registry.register(self.mustpull_checks)
+        self._mustpull_pending = self.mustpull_checks.pending
         self.ondisk_pullintents = Gauge(
             "kubelet_imagemanager_ondisk_pullintents",
             _STABILITY + "Number of ImagePullIntents stored on disk.",
@@ -109,14 +155,14 @@ class PullManagerMetrics:
             ValueError: ``result`` is not one of :data:`CHECK_RESULTS` (a typo would
                 otherwise create a series no dashboard looks at).
         """
-        result = result or CHECK_RESULT_ERROR
-        child = self._mustpull_children.get(result)
-        if child is None:
-            if result not in CHECK_RESULTS:
+        if result not in _CHECK_RESULT_SET:
+            if result:
                 raise ValueError(f"unknown must-pull check result {result!r}")
-            # labels() returns the same child every time: look it up once per result.
-            child = self._mustpull_children[result] = self.mustpull_checks.labels(result=result)
-        child.inc()
+            result = CHECK_RESULT_ERROR
+        pending = self._mustpull_pending
+        pending.append(result)
+        if len(pending) >= _FOLD_AT:
+            self.mustpull_checks.fold()
 
     def set_ondisk(self, intents: int, records: int) -> None:
         """The number of intent and record files on disk."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections import Counter
+from dataclasses import dataclass
 
 import pytest
 
@@ -277,6 +278,147 @@ def test_delete_of_a_missing_key_is_fine() -> None:
     cache.delete_image_pulled_record("never")
     assert store.calls["delete_image_pull_intent"] == 1
     assert cache.intents_authoritative
+
+
+# -- read admission (the doorkeeper) ---------------------------------------------------------
+
+# A step: (operation, key, whether the delegate is read). "get" reads a record, "exists" an
+# intent, "write" writes both (always through to the delegate, so it "reads" nothing),
+# "behind" puts both into the store behind the cache's back (another process).
+Step = tuple[str, str, bool]
+
+
+@dataclass
+class AdmissionCase:
+    name: str
+    steps: list[Step]
+    size: int = 2
+    stored: int = 3  # records ref0.. and intents img0.. in the store at warm-up
+    authoritative: bool = True  # the constructor's argument
+    want_authoritative: bool = False
+
+
+ADMISSION_CASES = [
+    AdmissionCase(
+        "room in the cache: the first miss fills it",
+        size=4,
+        stored=0,
+        steps=[("write", "a", False), ("get", "b", False), ("exists", "b", False)],
+        want_authoritative=True,
+    ),
+    AdmissionCase(
+        "never authoritative (shared root), with room: the first miss fills",
+        size=4,
+        stored=1,
+        authoritative=False,
+        steps=[
+            ("behind", "x", False),
+            ("get", "x", True),
+            ("get", "x", False),
+            ("exists", "x", True),
+            ("exists", "x", False),
+        ],
+    ),
+    AdmissionCase(
+        "full: the first miss reads through, the second fills, the third is a hit",
+        steps=[
+            ("get", "ref2", True),
+            ("get", "ref2", True),
+            ("get", "ref2", False),
+            ("exists", "img2", True),
+            ("exists", "img2", True),
+            ("exists", "img2", False),
+        ],
+    ),
+    AdmissionCase(
+        "full: a refused fill evicts nothing",
+        steps=[("get", "ref2", True), ("get", "ref0", False), ("get", "ref1", False)],
+    ),
+    AdmissionCase(
+        "full: a fill evicts the least recently used",
+        steps=[
+            ("get", "ref0", False),  # ref1 is now the oldest
+            ("get", "ref2", True),
+            ("get", "ref2", True),  # admitted: ref1 goes
+            ("get", "ref0", False),
+            ("get", "ref1", True),
+        ],
+    ),
+    AdmissionCase(
+        "the doorkeeper forgets once it holds as many keys as the cache",
+        stored=5,
+        steps=[
+            ("get", "ref2", True),
+            ("get", "ref3", True),  # it now holds 2 = the cache size
+            ("get", "ref4", True),  # forgets ref2 and ref3
+            ("get", "ref2", True),  # a first miss again: not admitted
+            ("get", "ref4", True),  # still remembered: admitted
+            ("get", "ref4", False),
+        ],
+    ),
+    AdmissionCase(
+        "a miss of a key the delegate lacks caches nothing",
+        steps=[("get", "none", True), ("get", "none", True), ("get", "none", True)],
+    ),
+    AdmissionCase(
+        "writes always fill, even a full cache",
+        steps=[("write", "new", False), ("get", "new", False), ("exists", "new", False)],
+    ),
+    AdmissionCase(
+        "a full authoritative cache answers a miss as absent, without the delegate",
+        stored=0,
+        steps=[
+            ("write", "a", False),
+            ("write", "b", False),  # full, still authoritative (nothing evicted)
+            ("get", "c", False),
+            ("exists", "c", False),
+        ],
+        want_authoritative=True,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", ADMISSION_CASES, ids=lambda c: c.name)
+def test_read_admission(case: AdmissionCase) -> None:
+    store = FakeStore(intents=case.stored, records=case.stored)
+    cache = CachedPullRecordsAccessor(
+        store,
+        intents_cache_size=case.size,
+        pulled_records_cache_size=case.size,
+        authoritative=case.authoritative,
+    )
+    for i, (op, key, want_delegate) in enumerate(case.steps):
+        store.calls.clear()
+        if op == "behind":
+            store.intents[key] = ImagePullIntent(image=key)
+            store.records[key] = record(key)
+            continue
+        if op == "write":
+            cache.write_image_pull_intent(key)
+            cache.write_image_pulled_record(record(key))
+            assert store.calls == {"write_image_pull_intent": 1, "write_image_pulled_record": 1}
+            continue
+        if op == "get":
+            got = cache.get_image_pulled_record(key)
+            assert got == store.records.get(key), f"step {i}"
+            read = "get_image_pulled_record"
+        else:
+            assert cache.image_pull_intent_exists(key) is (key in store.intents), f"step {i}"
+            read = "image_pull_intent_exists"
+        assert store.calls == ({read: 1} if want_delegate else {}), f"step {i}: {op} {key}"
+    assert cache.records_authoritative is case.want_authoritative
+    assert cache.intents_authoritative is case.want_authoritative
+
+
+def test_refused_fills_do_not_report_usage() -> None:
+    seen: list[tuple[int, int]] = []
+    store = FakeStore(intents=3, records=3)
+    cache = CachedPullRecordsAccessor(store, 2, 2, on_change=lambda i, r: seen.append((i, r)))
+    assert seen[-1] == (100, 100)
+    reported = len(seen)
+    assert cache.get_image_pulled_record("ref2") is not None
+    assert cache.image_pull_intent_exists("img2") is True
+    assert len(seen) == reported
 
 
 # -- write-through ----------------------------------------------------------------------------

@@ -103,3 +103,32 @@ def test_set_inmemory_fits_the_cache_callback() -> None:
     text = lines(m)
     assert "kubelet_imagemanager_inmemory_pullintents_usage_percent 50.0" in text
     assert "kubelet_imagemanager_inmemory_pulledrecords_usage_percent 10.0" in text
+
+
+def test_must_pull_counts_are_exact_across_threads_and_folds() -> None:
+    # Results are queued and folded into the totals on collection or every 1,024 checks:
+    # whatever the interleaving, no check is lost or counted twice.
+    import threading
+
+    m = PullManagerMetrics()
+    per_thread = 3000  # several folds per thread
+
+    def worker(results: tuple[str, ...]) -> None:
+        for i in range(per_thread):
+            m.must_pull_check(results[i % len(results)])
+            if i % 700 == 0:
+                m.exposition()  # collections racing the checks
+
+    threads = [threading.Thread(target=worker, args=(CHECK_RESULTS[n % 2 :],)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    text = lines(m)
+    total = 0.0
+    for line in text:
+        if line.startswith("kubelet_imagemanager_image_mustpull_checks_total{"):
+            total += float(line.rsplit(" ", 1)[1])
+    assert total == 4 * per_thread
+    series = [line.split('"')[1] for line in text if "mustpull_checks_total{" in line]
+    assert sorted(series) == sorted(CHECK_RESULTS)
