@@ -969,7 +969,12 @@ def test_integration_default_constructor(tmp_path: Path) -> None:
     assert _sample(mgr, name, result=RESULT_POLICY_ALLOWED) == 1
     assert _sample(mgr, "kubelet_imagemanager_ondisk_pulledrecords") == 1
     assert _sample(mgr, "kubelet_imagemanager_ondisk_pullintents") == 0
-    assert _sample(mgr, "kubelet_imagemanager_inmemory_pulledrecords_usage_percent") == 1
+    # One record in the default 2000 slots: 0.05%, a whole percent of 0.
+    assert _sample(mgr, "kubelet_imagemanager_inmemory_pulledrecords_usage_percent") == 0
+    small = ImagePullManager(
+        tmp_path, "NeverVerifyPreloadedImages", clock=clock, records_cache_size=100
+    )
+    assert _sample(small, "kubelet_imagemanager_inmemory_pulledrecords_usage_percent") == 1
 
     # A restart reads the same files.
     again = ImagePullManager(tmp_path, "NeverVerifyPreloadedImages", clock=clock)
