@@ -175,8 +175,8 @@ def _split_key(body: str) -> tuple[str, str] | None:
     return key, rest
 
 
-def _strip_comment(tail: str) -> None:
-    """Allow only spaces, then optionally a comment, after a quoted scalar."""
+def _check_tail(tail: str) -> None:
+    """Decline unless only spaces, then optionally a comment, follow a quoted scalar."""
     stripped = tail.lstrip(" ")
     if stripped and (stripped[0] != "#" or stripped == tail):
         raise _Decline
@@ -188,13 +188,13 @@ def _scalar(rest: str) -> Any:
         end = rest.find('"', 1)
         if end < 0 or "\\" in rest[1:end]:
             raise _Decline
-        _strip_comment(rest[end + 1 :])
+        _check_tail(rest[end + 1 :])
         return rest[1:end]
     if first == "'":
         end = rest.find("'", 1)
         if end < 0 or rest[end + 1 : end + 2] == "'":
             raise _Decline
-        _strip_comment(rest[end + 1 :])
+        _check_tail(rest[end + 1 :])
         return rest[1:end]
     hash_at = rest.find(" #")
     value = (rest if hash_at < 0 else rest[:hash_at]).rstrip(" ")

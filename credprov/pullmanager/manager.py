@@ -525,6 +525,7 @@ class ImagePullManager:
         entry = record.credential_mapping.get(key)
         if entry is None:
             return True, RESULT_MUST_AUTHENTICATE
+        # (_expired checks the age setting too; tested here first to spare the hot path a call.)
         if self._record_max_age is not None and self._expired(record):
             return True, RESULT_MUST_AUTHENTICATE
         # Step 7.
