@@ -5,9 +5,11 @@ Unicode class at import, its resolver a dozen more patterns), against a 25 ms in
 start, and every ``credprov`` command and ``docker-credential-credprov`` call that reads a
 ``CredentialProviderConfig`` paid it. No maintained library parses YAML faster to import.
 So this module parses a deliberately small subset and answers ``None`` for anything outside
-it; :mod:`credprov._go.decode` then parses with PyYAML, which stays the parser of record
-and the source of every error text. The fast path either returns exactly what the PyYAML
-path returns or declines: ``tests/unit/test_blockyaml.py`` checks that differentially.
+it; :mod:`credprov._go.decode` then parses with :mod:`credprov._go.goyaml` (go-yaml's rules
+on PyYAML's scanner), the parser of record and the source of every error text. Keys come
+back sorted, as in the JSON ``sigs.k8s.io/yaml`` writes. The fast path either returns exactly what the goyaml
+path returns or declines: ``tests/unit/test_blockyaml.py`` checks that differentially
+against :mod:`credprov._go.goyaml` (go-yaml's rules), itself checked against real Go.
 
 The subset, everything else declines:
 
@@ -151,7 +153,8 @@ class _Parser:
                 out[key], at = self.sequence(at, indent)  # an indentless sequence
             else:
                 out[key] = None
-        return out, at
+        # sigs.k8s.io/yaml hands the decoder JSON written from a Go map: keys sorted.
+        return dict(sorted(out.items())), at
 
 
 def _split_key(body: str) -> tuple[str, str] | None:
@@ -210,8 +213,8 @@ def _scalar(rest: str) -> Any:
     if first in _STR_START or (first == "-" and value[1:2] in _DASH_STR):
         return value  # "--v=3" and "-x" are strings; "-1" and "-.5" are numbers
     if first in _DIGITS:
-        if value == "0" or (first != "0" and all(ch in _DIGITS for ch in value)):
-            return int(value)
+        if value == "0" or (first != "0" and len(value) < 19 and value.isdigit()):
+            return int(value)  # within int64 (longer ones are uint64s or floats to go-yaml)
         if _is_duration(value):
             return value
     raise _Decline

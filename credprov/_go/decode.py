@@ -121,25 +121,34 @@ def parse_json(text: str) -> Any:
 # -- YAML -------------------------------------------------------------------------------------
 
 
-def parse_yaml(text: str) -> tuple[Any, list[str]]:
-    """Parse the first YAML document into JSON-compatible data.
+def parse_yaml(data: bytes | str) -> tuple[Any, list[str]]:
+    """``sigs.k8s.io/yaml.YAMLToJSON`` of the first document, as JSON-compatible data.
 
     Plain block documents (what configuration files are) take :mod:`blockyaml`'s fast path,
-    which declines anything it does not parse exactly as PyYAML would; the rest, and every
-    error, comes from PyYAML in :mod:`yamlstrict`, imported only then.
+    which declines anything it does not parse exactly as go-yaml would; the rest, and every
+    error, comes from :mod:`goyaml` (go-yaml v2's rules), imported only then.
 
     Returns:
-        ``(data, duplicate_key_lines)``.
+        ``(data, duplicate_key_lines)``; keys are sorted, as in the JSON go-yaml's output
+        is written as.
 
     Raises:
-        DecodeError: ``error converting YAML to JSON: yaml: ...``.
+        DecodeError: go-yaml's text (``yaml: line 2: ...``), as the kubelet reports it; a
+            document nested deeper than ``encoding/json`` reads, as ``Interpret`` fails.
     """
-    fast = blockyaml.parse(text)
-    if fast is not None:
-        return fast, []
-    from credprov._go import yamlstrict
+    if isinstance(data, str) or data.isascii():
+        fast = blockyaml.parse(data if isinstance(data, str) else data.decode("ascii"))
+        if fast is not None:
+            return fast, []
+    from credprov._go import goyaml
 
-    return yamlstrict.parse_yaml(text)
+    try:
+        parsed, depth, dup_lines = goyaml.yaml_to_json(data)
+    except goyaml.YAMLError as exc:
+        raise DecodeError(str(exc)) from None
+    if depth > goyaml.MAX_DEPTH:
+        raise DecodeError("couldn't get version/kind; json parse error: exceeded max depth")
+    return parsed, dup_lines
 
 
 # -- documents --------------------------------------------------------------------------------
@@ -166,35 +175,6 @@ _GVK_STRUCT = (
 )
 
 
-def utf8_problem(data: bytes) -> str | None:
-    """go-yaml's reader error for bytes that are not UTF-8, or None when they are."""
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        at = exc.start
-    else:
-        return None
-    lead = data[at]
-    if lead & 0xE0 == 0xC0:
-        width = 2
-    elif lead & 0xF0 == 0xE0:
-        width = 3
-    elif lead & 0xF8 == 0xF0:
-        width = 4
-    else:
-        return "invalid leading UTF-8 octet"
-    if at + width > len(data):
-        return "incomplete UTF-8 octet sequence"
-    if any(b & 0xC0 != 0x80 for b in data[at + 1 : at + width]):
-        return "invalid trailing UTF-8 octet"
-    value = lead & (0x1F, 0x0F, 0x07)[width - 2]
-    for b in data[at + 1 : at + width]:
-        value = (value << 6) | (b & 0x3F)
-    if value < (0x80, 0x800, 0x10000)[width - 2]:
-        return "invalid length of a UTF-8 sequence"
-    return "invalid Unicode character"
-
-
 def load_document(data: bytes | str) -> Document:
     """Parse JSON or YAML into plain data, noting YAML duplicate keys as strict errors.
 
@@ -208,16 +188,10 @@ def load_document(data: bytes | str) -> Document:
         except DecodeError as exc:
             raise DecodeError(f"couldn't get version/kind; json parse error: {exc}") from None
         return Document(parsed, text, [])
-    if isinstance(data, bytes):
-        problem = utf8_problem(data)
-        if problem is not None:  # go-yaml's reader refuses the input before parsing it
-            raise DecodeError(f"error converting YAML to JSON: yaml: {problem}")
-    parsed, dup_lines = parse_yaml(text)
+    parsed, dup_lines = parse_yaml(data)
     errors = []
-    if dup_lines:
-        errors.append(
-            "error converting YAML to JSON: yaml: unmarshal errors:\n  " + "\n  ".join(dup_lines)
-        )
+    if dup_lines:  # YAMLToJSONStrict's error, the first of the strict errors
+        errors.append("yaml: unmarshal errors:\n  " + "\n  ".join(dup_lines))
     return Document(parsed, text, errors)
 
 

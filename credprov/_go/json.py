@@ -111,10 +111,10 @@ class YAMLError(ValueError):
 
 
 def load_yaml_all(data: bytes | str) -> list[Any]:
-    """Every YAML document in ``data`` (JSON is YAML), with lone surrogates replaced.
+    """Every YAML document in ``data`` (JSON is YAML), each read as go-yaml reads one.
 
     Raises:
-        YAMLError: not YAML, nested too deeply, or an integer too long to convert; one line.
+        YAMLError: not YAML (or nested deeper than go-yaml's 10,000 levels); one line.
     """
     text = data if isinstance(data, str) else data.decode("utf-8", "replace")
     if text.lstrip()[:1] in ("{", "["):
@@ -122,18 +122,11 @@ def load_yaml_all(data: bytes | str) -> list[Any]:
             return [loads(text)]
         except ValueError:
             pass  # not JSON after all: YAML may still read it (and says where it fails)
-    import yaml
+    from credprov._go import goyaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        docs = list(yaml.load_all(data, Loader=loader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise YAMLError("not valid YAML or JSON", None if mark is None else mark.line + 1) from None
-    except RecursionError:
-        raise YAMLError("not valid YAML or JSON: nested too deeply") from None
-    except ValueError:  # int("1" * 5000) and the like
-        raise YAMLError("not valid YAML or JSON: a number is too large") from None
-    if "\\u" in text or "\\U" in text:
-        docs = [_fix_tree(doc) for doc in docs]
-    return docs
+        return goyaml.load_all(data)
+    except goyaml.YAMLError as exc:
+        if str(exc).startswith("yaml: exceeded max depth") or "exceeded max depth" in str(exc):
+            raise YAMLError("not valid YAML or JSON: nested too deeply", exc.line) from None
+        raise YAMLError("not valid YAML or JSON", exc.line) from None

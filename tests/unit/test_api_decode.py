@@ -128,7 +128,7 @@ def test_decode_typed(text: str, want: object) -> None:
         (
             "s: a\ns: b\nm:\n  k: x\n  k: z\n",
             [
-                "error converting YAML to JSON: yaml: unmarshal errors:\n"
+                "yaml: unmarshal errors:\n"
                 '  line 2: key "s" already set in map\n'
                 '  line 5: key "k" already set in map'
             ],
@@ -136,7 +136,7 @@ def test_decode_typed(text: str, want: object) -> None:
         (
             "1: a\n1: b\n",
             [
-                "error converting YAML to JSON: yaml: unmarshal errors:\n"
+                "yaml: unmarshal errors:\n"
                 "  line 2: key 1 already set in map",
                 'unknown field "1"',
             ],
@@ -181,11 +181,11 @@ def test_strict_errors_are_capped() -> None:
         ),
         (
             b"a: [",
-            "error converting YAML to JSON: yaml: line 1: ",
+            "yaml: line 1: ",
         ),
         (
             b"a: .nan\n",
-            "error converting YAML to JSON: json: unsupported value: NaN",
+            "json: unsupported value: NaN",
         ),
     ],
     ids=["truncated-json", "trailing-comma", "nan-json", "bad-yaml", "nan-yaml"],

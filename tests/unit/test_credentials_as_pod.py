@@ -154,7 +154,7 @@ def objects(tmp_path: Path) -> Path:
         ),
         (
             ["--objects", "{tmp}/garbage.yaml", "--pod", "team-a/app"],
-            "objects file {tmp}/garbage.yaml is not valid YAML or JSON (line 2)",
+            "objects file {tmp}/garbage.yaml is not valid YAML or JSON (line 1)",
         ),
         (
             ["--objects", "{tmp}/scalar.yaml", "--pod", "team-a/app"],

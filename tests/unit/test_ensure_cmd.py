@@ -613,7 +613,7 @@ def _args(node: Node, **override: str | None) -> list[str]:
         (
             {"--pod": "{tmp}/bad.yaml"},
             [],
-            "pod file {tmp}/bad.yaml is not valid YAML or JSON (line 2)",
+            "pod file {tmp}/bad.yaml is not valid YAML or JSON (line 1)",
         ),
         (
             {"--pod": "{tmp}/two.yaml"},

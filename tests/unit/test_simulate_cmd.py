@@ -120,7 +120,7 @@ def test_unmet_expectation_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture
         BASE
         + """
 steps:
-  - pod: {namespace: n, name: p, image: "r.example/p/a:1", imagePullPolicy: IfNotPresent}
+  - pod: {namespace: ns, name: p, image: "r.example/p/a:1", imagePullPolicy: IfNotPresent}
     expect: pulled
 """,
     )
@@ -135,9 +135,9 @@ def test_feature_gate_off(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         BASE
         + """
 featureGate: false
-secrets: [{namespace: n, name: s, auths: {r.example: {username: u, password: p}}}]
+secrets: [{namespace: ns, name: s, auths: {r.example: {username: u, password: p}}}]
 steps:
-  - pod: {namespace: n, name: a, image: "r.example/p/a:1", imagePullSecrets: [s]}
+  - pod: {namespace: ns, name: a, image: "r.example/p/a:1", imagePullSecrets: [s]}
     expect: pulled
   - pod: {namespace: other, name: b, image: "r.example/p/a:1", imagePullPolicy: Never}
     expect: present
@@ -155,12 +155,12 @@ steps:
         ("stepz: []", "scenario: unknown field 'stepz'"),
         ("steps: [{restart: true, removeImage: x}]", "steps[0]: needs exactly one of"),
         (
-            "steps: [{pod: {namespace: n, name: p, image: x, imagePullPolicy: Sometimes}}]",
+            "steps: [{pod: {namespace: ns, name: p, image: x, imagePullPolicy: Sometimes}}]",
             "steps[0].pod.imagePullPolicy: must be one of Always, IfNotPresent, Never",
         ),
         (
-            "steps: [{pod: {namespace: n, name: p, image: x, imagePullSecrets: [nope]}}]",
-            "steps[0].pod.imagePullSecrets[0]: no secret n/nope in 'secrets'",
+            "steps: [{pod: {namespace: ns, name: p, image: x, imagePullSecrets: [nope]}}]",
+            "steps[0].pod.imagePullSecrets[0]: no secret ns/nope in 'secrets'",
         ),
         ("policy: Sometimes\nsteps: [{restart: true}]", "policy: invalid configuration: option"),
         (
@@ -173,7 +173,7 @@ steps:
          "images[0].names[0]: invalid image reference 'a/Bad'"),
         ("steps: [{restart: true, expect: pulled}]",
          "steps[0].expect: only pod steps have an expected decision"),
-        ("secrets: [{namespace: n, name: s, auths: {r: {auth: '!!'}}}]\nsteps: [{restart: true}]",
+        ("secrets: [{namespace: ns, name: s, auths: {r: {auth: '!!'}}}]\nsteps: [{restart: true}]",
          "secrets[0].auths: illegal base64"),
         ("- a list", "scenario: must be a mapping, not list"),
         ("steps: [", "is not valid YAML"),
