@@ -259,6 +259,22 @@ class _Reader:
 
 
 class _Scanner(yaml.scanner.Scanner):
+    # PyYAML walks every flow level's possible simple key before each token, which made a
+    # document nested 5,000 deep take seconds. Keys are saved in order (a level's old key
+    # is removed first), so the first is the oldest: when it is neither on an earlier line
+    # nor 1,024 characters back, none is stale, and it holds the lowest token number.
+    def stale_possible_simple_keys(self) -> None:
+        keys = self.possible_simple_keys
+        if keys:
+            oldest = next(iter(keys.values()))
+            if oldest.line == self.line and self.index - oldest.index <= 1024:
+                return
+            super().stale_possible_simple_keys()
+
+    def next_possible_simple_key(self) -> int | None:
+        keys = self.possible_simple_keys
+        return next(iter(keys.values())).token_number if keys else None
+
     def fetch_flow_collection_start(self, TokenClass: Any) -> None:  # noqa: N803
         if self.flow_level + 1 > MAX_DEPTH:
             mark = self.possible_simple_keys.get(self.flow_level)
