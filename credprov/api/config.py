@@ -2,7 +2,9 @@
 
 Mirrors ``kubernetes/kubelet:config/{v1alpha1,v1beta1,v1}/types.go``: the three versions
 are identical except that v1 adds ``tokenAttributes`` (KEP-4412), which is an unknown field
-in the older two. There is no defaulting. :func:`decode_config` returns the internal form.
+in the older two. There is no defaulting. :func:`decode_config` decodes whatever the
+kubelet's scheme decodes (:mod:`credprov.api.scheme`), ``kubelet.config.k8s.io/__internal``
+documents with Go field names included, and returns the internal form.
 """
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ strictly decode into, these Go types as well as the credential provider ones:
 * the *unversioned* ``Status``, ``APIVersions``, ``APIGroupList``, ``APIGroup`` and
   ``APIResourceList``, which ``Scheme.New`` builds for *any* group and version.
 
-Fields follow ``apimachinery/pkg/apis/meta/v1/types.go`` (Kubernetes 1.34).
+Fields follow ``apimachinery/pkg/apis/meta/v1/types.go`` as of Kubernetes 1.34 (the source
+index here holds only older blobs of that file; DeleteOptions' newest field,
+``ignoreStoreReadErrorWithClusterBreakingPotential``, was checked against its OpenAPI schema).
 
 Two Go kinds have no counterpart in :mod:`credprov._go.decode`'s specs: integers and values
 decoded by a custom unmarshaler that takes anything (``runtime.RawExtension``). :func:`prepare`
