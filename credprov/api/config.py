@@ -2,7 +2,9 @@
 
 Mirrors ``kubernetes/kubelet:config/{v1alpha1,v1beta1,v1}/types.go``: the three versions
 are identical except that v1 adds ``tokenAttributes`` (KEP-4412), which is an unknown field
-in the older two. There is no defaulting. :func:`decode_config` returns the internal form.
+in the older two. There is no defaulting. :func:`decode_config` decodes whatever the
+kubelet's scheme decodes (:mod:`credprov.api.scheme`), ``kubelet.config.k8s.io/__internal``
+documents with Go field names included, and returns the internal form.
 """
 
 from __future__ import annotations
@@ -20,36 +22,14 @@ from credprov._go.decode import (
     Slice,
     Spec,
     Struct,
-    decode_typed,
-    group_version_string,
-    interpret_gvk,
 )
 from credprov._go.durations import DurationError, format_duration, parse_duration
 from credprov._go.fmt import go_quote
-from credprov.api import internal
+from credprov.api import internal, scheme
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
     from typing import Any, ClassVar
-
-# Kinds the kubelet's scheme registers per kubelet.config.k8s.io version: decoding one of
-# them as a provider config is "wrong Kind", anything else is "not registered".
-_REGISTERED_KINDS = {
-    "v1alpha1": {"CredentialProviderConfig", "ImagePullIntent", "ImagePulledRecord"},
-    "v1beta1": {
-        "KubeletConfiguration",
-        "SerializedNodeConfigSource",
-        "CredentialProviderConfig",
-        "ImagePullIntent",
-        "ImagePulledRecord",
-    },
-    "v1": {"CredentialProviderConfig"},
-}
-_EXEC_KINDS = {"CredentialProviderRequest", "CredentialProviderResponse"}
-#: ``runtime.NewScheme()`` names a scheme after its call site; the kubelet's is in
-#: ``plugin.go`` (line 69 in the newest source; ``-trimpath`` builds drop the module prefix).
-SCHEME_NAME = "pkg/credentialprovider/plugin/plugin.go:69"
-
 
 #: The pydantic models of the wire types, by name, built on first use (importing pydantic
 #: and building the models costs about 100 ms, which the CLI and the engine must not pay
@@ -190,43 +170,30 @@ def _duration(value: str | None) -> int | None:
 def decode_config(doc: Document) -> internal.CredentialProviderConfig:
     """Decode a parsed document as the kubelet's ``decode()`` in ``config.go`` does.
 
+    Any version the scheme knows is accepted, ``kubelet.config.k8s.io/__internal`` (Go field
+    names) included; the result is not defaulted.
+
     Raises:
         DecodeError: with the kubelet's text (missing kind, unregistered kind, strict
             decoding errors, type errors, bad durations, wrong kind).
     """
-    group, version, kind = interpret_gvk(doc)
-    if group == internal.CONFIG_GROUP and kind in _REGISTERED_KINDS.get(version, set()):
-        if kind != internal.CONFIG_KIND:
-            # The kubelet decodes the object first (its strict errors would win); credprov
-            # does not carry these types, so it reports the kind straight away.
-            raise DecodeError(f"failed to decode {go_quote(kind)} (wrong Kind)")
-    elif group == internal.EXEC_GROUP and version in internal.EXEC_VERSIONS and kind in _EXEC_KINDS:
-        from credprov.api.exec import exec_spec
-
-        decode_typed(exec_spec(kind, version), doc)
-        raise DecodeError(f"failed to decode {go_quote(kind)} (wrong Kind)")
-    elif version == "__internal":
+    decoded = scheme.decode(doc)
+    if decoded.kind != internal.CONFIG_KIND:
+        raise DecodeError(f"failed to decode {go_quote(decoded.kind)} (wrong Kind)")
+    if decoded.group != internal.CONFIG_GROUP:  # no other group registers the kind
         raise DecodeError(
-            f"no kind {go_quote(kind)} is registered for the internal version of group "
-            f"{go_quote(group)} "
-            f'in scheme "{SCHEME_NAME}"'
+            f"failed to decode CredentialProviderConfig, unexpected Group: {decoded.group}"
         )
-    else:
-        gv = group_version_string(group, version)
-        raise DecodeError(
-            f"no kind {go_quote(kind)} is registered for version {go_quote(gv)} "
-            f'in scheme "{SCHEME_NAME}"'
-        )
-    data = decode_typed(config_spec(version), doc)
-    return _to_internal(_Fields.wrap(_drop_none(data)))
+    return _to_internal(_Fields.wrap(_drop_none(decoded.data or {})))
 
 
 def validate_with_models(doc: Document) -> internal.CredentialProviderConfig:
     """``decode_config`` through the pydantic models (imports pydantic; for tests)."""
-    _, version, _ = interpret_gvk(doc)
     decode_config(doc)  # the kubelet's checks and errors first
-    data = decode_typed(config_spec(version), doc)
-    return _to_internal(_models()["_MODELS"][version].model_validate(_drop_none(data)))
+    decoded = scheme.decode(doc)
+    models = _models()["_MODELS"]
+    model = models.get(decoded.version, models["v1"])  # the internal type has v1's fields
+    return _to_internal(model.model_validate(_drop_none(decoded.data or {})))
 
 
 class _Fields:

@@ -28,16 +28,14 @@ from credprov._go.decode import (
     Scalar,
     Spec,
     Struct,
-    decode_typed,
     group_version_string,
-    interpret_gvk,
     interpret_meta,
     parse_group_version,
     parse_json,
 )
 from credprov._go.durations import format_duration, parse_duration
 from credprov._go.fmt import go_quote
-from credprov.api import internal
+from credprov.api import internal, scheme
 
 
 def exec_spec(kind: str, version: str) -> Struct:
@@ -153,12 +151,9 @@ def decode_response(doc: Document) -> internal.CredentialProviderResponse:
         DecodeError: the detailed reason. The kubelet never shows it (it may quote a
             secret); callers must report a generic message instead.
     """
-    kind, spec = _registered_spec(doc)
-    data = decode_typed(spec, doc) if spec is not None else {}
-    if kind != internal.RESPONSE_KIND:
-        raise DecodeError(
-            f"failed to decode CredentialProviderResponse, unexpected Kind: {go_quote(kind)}"
-        )
+    decoded = scheme.decode(doc)
+    _check_kind(decoded, internal.RESPONSE_KIND)
+    data = decoded.data or {}
     duration = None
     if data.get("cacheDuration") is not None:
         duration = parse_duration(data["cacheDuration"])
@@ -171,28 +166,12 @@ def decode_response(doc: Document) -> internal.CredentialProviderResponse:
     )
 
 
-def _registered_spec(doc: Document) -> tuple[str, Struct | None]:
-    """The kind of ``doc`` and its Go type, if the kubelet's scheme registers it.
-
-    ``None`` for kinds the scheme knows but credprov does not model (``KubeletConfiguration``
-    and friends): they would decode, then fail on their kind.
-
-    Raises:
-        DecodeError: missing kind/version, or ``no kind ... is registered ...``.
-    """
-    from credprov.api.config import _REGISTERED_KINDS, SCHEME_NAME, config_spec
-
-    group, version, kind = interpret_gvk(doc)
-    if group == internal.EXEC_GROUP and version in internal.EXEC_VERSIONS:
-        if kind in (internal.REQUEST_KIND, internal.RESPONSE_KIND):
-            return kind, exec_spec(kind, version)
-    elif group == internal.CONFIG_GROUP and kind in _REGISTERED_KINDS.get(version, set()):
-        return kind, config_spec(version) if kind == internal.CONFIG_KIND else None
-    gv = group_version_string(group, version)
-    raise DecodeError(
-        f"no kind {go_quote(kind)} is registered for version {go_quote(gv)} "
-        f'in scheme "{SCHEME_NAME}"'
-    )
+def _check_kind(decoded: scheme.Decoded, want: str) -> None:
+    """The kind and group checks after decoding (``decodeResponse`` in ``plugin.go``)."""
+    if decoded.kind != want:
+        raise DecodeError(f"failed to decode {want}, unexpected Kind: {go_quote(decoded.kind)}")
+    if decoded.group != internal.EXEC_GROUP:  # no other group registers these kinds
+        raise DecodeError(f"failed to decode {want}, unexpected Group: {decoded.group}")
 
 
 def decode_request(doc: Document) -> tuple[str, internal.CredentialProviderRequest]:
@@ -201,16 +180,12 @@ def decode_request(doc: Document) -> tuple[str, internal.CredentialProviderReque
     Raises:
         DecodeError: wrong group, version or kind, unknown fields, wrong types.
     """
-    kind, spec = _registered_spec(doc)
-    data = decode_typed(spec, doc) if spec is not None else {}
-    if kind != internal.REQUEST_KIND:
-        raise DecodeError(
-            f"failed to decode CredentialProviderRequest, unexpected Kind: {go_quote(kind)}"
-        )
-    _, version = parse_group_version(interpret_meta(doc.data)[0])
+    decoded = scheme.decode(doc)
+    _check_kind(decoded, internal.REQUEST_KIND)
+    data = decoded.data or {}
     req = internal.CredentialProviderRequest(
         image=data.get("image", ""),
         service_account_token=data.get("serviceAccountToken", ""),
         service_account_annotations=dict(data.get("serviceAccountAnnotations") or {}),
     )
-    return api_version_of(version), req
+    return api_version_of(decoded.version), req
