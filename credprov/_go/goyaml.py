@@ -35,6 +35,7 @@ import binascii
 import math
 import re
 import struct
+from typing import Any
 
 import yaml.error
 import yaml.events as ev
@@ -44,10 +45,6 @@ import yaml.tokens
 
 from credprov._go.fmt import go_quote
 from credprov.errors import GoError
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = ["MAX_DEPTH", "YAMLError", "load_all", "yaml_to_json", "yaml_to_json_strict"]
 
@@ -82,7 +79,9 @@ class YAMLError(GoError, ValueError):
 # -- the reader -------------------------------------------------------------------------------
 
 # Characters go-yaml's reader accepts (the YAML 1.1 printable set).
-_NOT_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_NOT_PRINTABLE = re.compile(
+    "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
 
 
 class _ReaderFault(Exception):
@@ -252,13 +251,13 @@ class _Reader:
             length -= 1
 
     def get_mark(self) -> yaml.error.Mark:
-        return yaml.error.Mark(self.name, self.index, self.line, self.column, None, None)
+        return yaml.error.Mark(self.name, self.index, self.line, self.column, None, None)  # type: ignore[arg-type]
 
 
 # -- the scanner: go-yaml's differences from PyYAML -------------------------------------------
 
 
-class _Scanner(yaml.scanner.Scanner):
+class _Scanner(_Reader, yaml.scanner.Scanner):
     # PyYAML walks every flow level's possible simple key before each token, which made a
     # document nested 5,000 deep take seconds. Keys are saved in order (a level's old key
     # is removed first), so the first is the oldest: when it is neither on an earlier line
@@ -275,7 +274,7 @@ class _Scanner(yaml.scanner.Scanner):
         keys = self.possible_simple_keys
         return next(iter(keys.values())).token_number if keys else None
 
-    def fetch_flow_collection_start(self, TokenClass: Any) -> None:  # noqa: N803
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:
         if self.flow_level + 1 > MAX_DEPTH:
             mark = self.possible_simple_keys.get(self.flow_level)
             raise yaml.scanner.ScannerError(
@@ -371,7 +370,6 @@ class _Scanner(yaml.scanner.Scanner):
             else:
                 return chunks
 
-
     def fetch_stream_end(self) -> None:
         # go-yaml moves the mark to a new line first, so errors at the end name the next line,
         # and it drops only the current flow level's possible simple key: a required one left
@@ -466,11 +464,7 @@ class _Scanner(yaml.scanner.Scanner):
         trailing_breaks: list[str] = []
         blankz = "\0 \t\r\n\x85\u2028\u2029"
         while True:
-            if (
-                self.column == 0
-                and self.prefix(3) in ("---", "...")
-                and self.peek(3) in blankz
-            ):
+            if self.column == 0 and self.prefix(3) in ("---", "...") and self.peek(3) in blankz:
                 break
             if self.peek() == "#":
                 break
@@ -528,7 +522,6 @@ class _Scanner(yaml.scanner.Scanner):
             self.allow_simple_key = True
         return yaml.tokens.ScalarToken("".join(chunks), True, start_mark, end_mark)
 
-
     def _tab_in_indentation(self, indent: int) -> None:
         if (not indent or self.column < indent) and self.peek() == "\t":
             raise yaml.scanner.ScannerError(
@@ -573,7 +566,12 @@ class _Scanner(yaml.scanner.Scanner):
         return chunks, end_mark
 
 
-class _Parser(yaml.parser.Parser):
+class _Loader(_Scanner, yaml.parser.Parser):
+    def __init__(self, text: str, limit: int | None, reason: str) -> None:
+        _Reader.__init__(self, text, limit, reason)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+
     def process_directives(self) -> Any:
         # go-yaml takes %YAML 1.1 only (PyYAML any 1.x) and words the duplicates its way.
         self.yaml_version = None
@@ -603,13 +601,6 @@ class _Parser(yaml.parser.Parser):
         return value
 
 
-class _Loader(_Reader, _Scanner, _Parser):
-    def __init__(self, text: str, limit: int | None, reason: str) -> None:
-        _Reader.__init__(self, text, limit, reason)
-        _Scanner.__init__(self)
-        _Parser.__init__(self)
-
-
 # -- composing nodes (iterative) --------------------------------------------------------------
 
 _SCALAR, _MAPPING, _SEQUENCE, _ALIAS = 0, 1, 2, 3
@@ -628,6 +619,10 @@ class _Node:
         self.target: _Node | None = None
 
 
+def _line(event: Any) -> int:
+    return int(event.start_mark.line)
+
+
 def _compose(loader: _Loader) -> _Node | None:
     """The next document's root node (None at the end of the stream)."""
     if loader.check_event(ev.StreamStartEvent):
@@ -641,19 +636,19 @@ def _compose(loader: _Loader) -> _Node | None:
     while True:
         event = loader.get_event()
         if isinstance(event, ev.AliasEvent):
-            node = _Node(_ALIAS, "", event.start_mark.line)
-            node.value = event.anchor
-            target = anchors.get(event.anchor)
+            node = _Node(_ALIAS, "", _line(event))
+            node.value = str(event.anchor)
+            target = anchors.get(node.value)
             if target is None:
                 raise YAMLError(f"yaml: unknown anchor '{event.anchor}' referenced")
             node.target = target
         elif isinstance(event, ev.ScalarEvent):
-            node = _Node(_SCALAR, event.tag or "", event.start_mark.line)
+            node = _Node(_SCALAR, event.tag or "", _line(event))
             node.value = event.value
             node.implicit = bool(event.implicit[0])
         elif isinstance(event, ev.SequenceStartEvent | ev.MappingStartEvent):
             kind = _SEQUENCE if isinstance(event, ev.SequenceStartEvent) else _MAPPING
-            node = _Node(kind, event.tag or "", event.start_mark.line)
+            node = _Node(kind, event.tag or "", _line(event))
             node.implicit = bool(event.implicit)
         elif isinstance(event, ev.SequenceEndEvent | ev.MappingEndEvent):
             node = stack.pop()
@@ -873,7 +868,7 @@ def _allowed_alias_ratio(decode_count: int) -> float:
     return 0.99 - 0.89 * ((decode_count - low) / (high - low))
 
 
-class _GoMap(dict):  # type: ignore[type-arg]
+class _GoMap(dict[tuple[str, Any], Any]):
     """A ``map[interface{}]interface{}``: keys are ``(type, value)`` pairs, in insertion order."""
 
 
@@ -1018,11 +1013,7 @@ class _Decoder:
 
 
 def _is_merge(node: _Node) -> bool:
-    return (
-        node.kind == _SCALAR
-        and node.value == "<<"
-        and (node.implicit or node.tag == _MERGE)
-    )
+    return node.kind == _SCALAR and node.value == "<<" and (node.implicit or node.tag == _MERGE)
 
 
 def _go_bytes_to_str(raw: bytes) -> str:
@@ -1251,8 +1242,7 @@ _BLOCK_END = {
     "while parsing a block mapping": "did not find expected key",
 }
 _PATTERNS = [
-    (re.compile(pyyaml.replace("%r", "(?:'.*'|\".*\")")), go)
-    for pyyaml, go in _PROBLEMS.items()
+    (re.compile(pyyaml.replace("%r", "(?:'.*'|\".*\")")), go) for pyyaml, go in _PROBLEMS.items()
 ]
 
 

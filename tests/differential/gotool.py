@@ -35,7 +35,9 @@ import pytest
 HERE = Path(__file__).resolve().parent
 GO_SOURCES = HERE / "go"
 GOPATH = Path("/usr/share/gocode")
-CACHE = Path(os.environ.get("CREDPROV_DIFF_CACHE", Path.home() / ".cache" / "credprov-differential"))
+CACHE = Path(
+    os.environ.get("CREDPROV_DIFF_CACHE", Path.home() / ".cache" / "credprov-differential")
+)
 
 #: ``CREDPROV_DIFF_LONG=N`` runs N generated cases per differential test instead of the quick
 #: run's few hundred (``CREDPROV_DIFF_LONG=1`` means 20,000).

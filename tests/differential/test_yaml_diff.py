@@ -69,7 +69,9 @@ def _divergence(data: bytes, go: dict[str, Any], ours: dict[str, Any]) -> str | 
             return None
         if _key_collision(data):
             return None
-        return f"values differ: go {go['out'][:200]!r}, credprov {json.dumps(ours['value'])[:200]!r}"
+        return (
+            f"values differ: go {go['out'][:200]!r}, credprov {json.dumps(ours['value'])[:200]!r}"
+        )
     if go["err"] == ours["err"]:
         return None
     unsupported = "Unsupported map key of type: "

@@ -112,7 +112,7 @@ TABLE: list[bytes] = [
     b"a: *x\n",
     b"a: &x [*x]\n",
     b"a: &x 1\nb: *x\n",
-    b"a: b\n\"c",
+    b'a: b\n"c',
     b"a: b\n  c: d\n",
     b"a:\n- b\n -c\n",
     b"[a, b\n",
@@ -143,13 +143,88 @@ TABLE: list[bytes] = [
 
 
 ATOMS = [
-    "a", "b", "name", "kind", "apiVersion", "providers", "matchImages", "-", "- ", ": ", ":",
-    " ", "  ", "\t", "\n", "\r\n", "#", " #c", "'", "''", '"', '\\"', "\\", "\\u", "\\ud800",
-    "\\x4", "\\t", "[", "]", "{", "}", ",", "?", "&a", "*a", "!x", "!!str", "!!int", "!!binary",
-    "<<", "|", ">", "|-", "~", "null", "yes", "no", "y", "on", "true", "1", "0", "-1", "1e3",
-    "0o17", "0x1F", "017", "08", "1_0", "12:30", ".5", ".inf", ".nan", "1.0", "2001-02-03",
-    "9223372036854775808", "18446744073709551616", "%", "@", "`", "---", "...", "\x00",
-    "\x01", "\x7f", "\x85", "\u00a0", "\u2028", "\ufeff", "é", "😀", "\x1b",
+    "a",
+    "b",
+    "name",
+    "kind",
+    "apiVersion",
+    "providers",
+    "matchImages",
+    "-",
+    "- ",
+    ": ",
+    ":",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\r\n",
+    "#",
+    " #c",
+    "'",
+    "''",
+    '"',
+    '\\"',
+    "\\",
+    "\\u",
+    "\\ud800",
+    "\\x4",
+    "\\t",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    "?",
+    "&a",
+    "*a",
+    "!x",
+    "!!str",
+    "!!int",
+    "!!binary",
+    "<<",
+    "|",
+    ">",
+    "|-",
+    "~",
+    "null",
+    "yes",
+    "no",
+    "y",
+    "on",
+    "true",
+    "1",
+    "0",
+    "-1",
+    "1e3",
+    "0o17",
+    "0x1F",
+    "017",
+    "08",
+    "1_0",
+    "12:30",
+    ".5",
+    ".inf",
+    ".nan",
+    "1.0",
+    "2001-02-03",
+    "9223372036854775808",
+    "18446744073709551616",
+    "%",
+    "@",
+    "`",
+    "---",
+    "...",
+    "\x00",
+    "\x01",
+    "\x7f",
+    "\x85",
+    "\u00a0",
+    "\u2028",
+    "\ufeff",
+    "é",
+    "😀",
+    "\x1b",
 ]
 
 
@@ -158,19 +233,28 @@ def _scalar(rng: random.Random) -> str:
     if kind < 0.45:
         return rng.choice(ATOMS[:6] + ATOMS[44:70])
     if kind < 0.6:
-        return "'" + rng.choice(ATOMS[:6] + [" ", "''", "x y"]) + "'"
+        return "'" + rng.choice([*ATOMS[:6], " ", "''", "x y"]) + "'"
     if kind < 0.75:
-        body = "".join(rng.choice(["a", " ", "\\t", "\\u00e9", "\\ud800", "\\x41", "é", "\\n"]) for _ in range(rng.randint(0, 3)))
+        body = "".join(
+            rng.choice(["a", " ", "\\t", "\\u00e9", "\\ud800", "\\x41", "é", "\\n"])
+            for _ in range(rng.randint(0, 3))
+        )
         return '"' + body + '"'
     if kind < 0.85:
         return "[" + ", ".join(_scalar(rng) for _ in range(rng.randint(0, 3))) + "]"
     if kind < 0.95:
-        return "{" + ", ".join(f"{_key(rng)}: {_scalar(rng)}" for _ in range(rng.randint(0, 3))) + "}"
-    return str(rng.choice([rng.randint(-10**20, 10**20), rng.random() * 10 ** rng.randint(-8, 25)]))
+        return (
+            "{" + ", ".join(f"{_key(rng)}: {_scalar(rng)}" for _ in range(rng.randint(0, 3))) + "}"
+        )
+    return str(
+        rng.choice([rng.randint(-(10**20), 10**20), rng.random() * 10 ** rng.randint(-8, 25)])
+    )
 
 
 def _key(rng: random.Random) -> str:
-    return rng.choice(["a", "b", "c", "name", "kind", "1", "1.5", "true", "~", "'x'", '"y"', "<<", "0x10", "1e3"])
+    return rng.choice(
+        ["a", "b", "c", "name", "kind", "1", "1.5", "true", "~", "'x'", '"y"', "<<", "0x10", "1e3"]
+    )
 
 
 def _block(rng: random.Random, indent: int, depth: int) -> list[str]:

@@ -136,8 +136,7 @@ def test_decode_typed(text: str, want: object) -> None:
         (
             "1: a\n1: b\n",
             [
-                "yaml: unmarshal errors:\n"
-                "  line 2: key 1 already set in map",
+                "yaml: unmarshal errors:\n  line 2: key 1 already set in map",
                 'unknown field "1"',
             ],
         ),

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from credprov._go import blockyaml, goyaml
-from credprov._go.decode import DecodeError, parse_yaml
+from credprov._go.decode import parse_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 

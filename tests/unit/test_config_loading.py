@@ -420,8 +420,7 @@ _DECODE_CASES = [
     ),
     pytest.param(
         _GOOD_V1.replace("  - name: a\n", "  - name: a\n    name: b\n"),
-        "strict decoding error: yaml: unmarshal errors:\n"
-        '  line 6: key "name" already set in map',
+        'strict decoding error: yaml: unmarshal errors:\n  line 6: key "name" already set in map',
         id="yaml-duplicate-key",
     ),
     pytest.param(

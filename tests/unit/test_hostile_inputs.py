@@ -157,10 +157,7 @@ def test_yaml_that_is_not_utf8_is_refused_as_the_kubelet_does(
     path.write_bytes(Path(CONFIG).read_bytes() + data)
     code, output = _run(["config", "validate", str(path)], monkeypatch)
     assert code == 1
-    assert output.strip() == (
-        f'credprov: error: error decoding config "{path}": '
-        f"yaml: {problem}"
-    )
+    assert output.strip() == (f'credprov: error: error decoding config "{path}": yaml: {problem}')
 
 
 def test_config_validate_reads_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
