@@ -74,6 +74,7 @@ def _invalid(orig: str) -> DurationError:
 
 _DIGITS = "0123456789"
 _OVERFLOW = 1 << 63
+_UINT64 = (1 << 64) - 1
 
 
 def _leading_int(s: str) -> tuple[int, str] | None:
@@ -165,7 +166,9 @@ def parse_duration(text: str) -> int:
             v += int(float(f) * (float(unit) / scale))
             if v > _OVERFLOW:
                 raise _invalid(orig)
-        d += v
+        # Go sums in a uint64: a sum past 2**64 wraps (and may then parse), as the kubelet
+        # reads it; only a sum between 2**63 and 2**64 is refused here.
+        d = (d + v) & _UINT64
         if d > _OVERFLOW:
             raise _invalid(orig)
     if neg:

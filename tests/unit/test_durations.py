@@ -154,3 +154,21 @@ def test_round_trip_random_milliseconds() -> None:
 )
 def test_time_quote(text: str, want: str) -> None:
     assert time_quote(text) == want
+
+
+@pytest.mark.parametrize(
+    ("text", "nanoseconds"),
+    [
+        # Go sums the terms in a uint64: past 2**64 the sum wraps, and the result parses.
+        ("9223372036854775808ns9223372036854775808ns", 0),
+        ("18446744073709551615ns1ns", None),  # one term past 2**63: refused before the sum
+        ("9223372036854775808ns9223372036854775809ns", None),  # a term past 2**63 is refused
+        ("-9223372036854775808ns", -(2**63)),
+    ],
+)
+def test_sum_wraps_as_a_uint64(text: str, nanoseconds: int | None) -> None:
+    if nanoseconds is None:
+        with pytest.raises(DurationError):
+            parse_duration(text)
+    else:
+        assert parse_duration(text) == nanoseconds
