@@ -23,8 +23,9 @@ Why our own layer, on PyYAML's pure-Python scanner and parser:
   ruamel.yaml is YAML 1.2 (``0o17``, ``1e3`` and ``y`` resolve differently) and costs
   more to import; its scanner would need the same overrides.
 
-Measured on this kind of machine (``benchmarks/bench_yaml.py``): about the speed of
-PyYAML's pure-Python ``safe_load``; plain configuration files still take
+Measured here (medians of 15 loads, side by side, on ``config/kep4412-objects.yaml``, 3 KB):
+5.5 ms, against 8.1 ms for PyYAML's pure-Python ``SafeLoader`` (0.68x) and 0.9 ms for
+libyaml's ``CSafeLoader``. Plain configuration files still take
 :mod:`credprov._go.blockyaml`'s fast path and never import PyYAML.
 """
 
@@ -812,9 +813,6 @@ def _short_tag(tag: str) -> str:
     return "!!" + tag[len(prefix) :] if tag.startswith(prefix) else tag
 
 
-_TS_DATE = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})")
-
-
 def _looks_like_timestamp(text: str) -> bool:
     return len(text) > 4 and text[:4].isdigit() and text[4] == "-"
 
@@ -885,8 +883,6 @@ def _key_of(value: Any) -> tuple[str, Any]:
         return ("float64", "nan" if math.isnan(value) else float(value))
     if isinstance(value, str):
         return ("string", value)
-    if isinstance(value, list):
-        raise YAMLError(f"yaml: invalid map key: {_go_sharp_v(value)}")
     raise YAMLError(f"yaml: invalid map key: {_go_sharp_v(value)}")
 
 
@@ -941,13 +937,9 @@ class _Decoder:
                     if id(target) in active_aliases:
                         raise YAMLError(f"yaml: anchor '{node.value}' value contains itself")
                     active_aliases.add(id(target))
+                    # go-yaml counts the alias, then its target as one decode under an alias
                     work.append(("unalias", id(target)))
                     work.append(("node", target, depth + 1, holder, slot))
-                    # decoding an alias counts its target as a decode of its own
-                    self.decode_count -= 1
-                    if depth > 0:
-                        self.alias_count -= 1
-                    self._count(depth)
                 elif node.kind == _SCALAR:
                     holder[slot] = self.scalar(node)
                 elif node.kind == _SEQUENCE:
@@ -1116,14 +1108,6 @@ def _go_key_order(key: tuple[str, Any]) -> tuple[Any, ...]:
     # sigs.k8s.io/yaml's errors.
     order = {"nil": 0, "string": 1, "int": 2, "float64": 3, "bool": 4, "uint64": 5}
     return (order.get(kind, 9), "" if value is None else value)
-
-
-def _go_type_name(value: Any) -> str:
-    if value is None:
-        return "%!s(<nil>)"
-    if isinstance(value, _GoUint):
-        return "uint64"
-    return type(value).__name__
 
 
 # -- YAMLToJSON ---------------------------------------------------------------------------------
