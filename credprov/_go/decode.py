@@ -20,7 +20,6 @@ Go type and returns plain data that is known to be well-typed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -63,43 +62,8 @@ def _pairs(obj: dict[Any, Any]) -> Iterable[tuple[Any, Any]]:
 # -- JSON -------------------------------------------------------------------------------------
 
 
-def _json_go_error(exc: json.JSONDecodeError) -> str:
-    # encoding/json's syntax errors read "invalid character 'x' looking for beginning of
-    # value"; the Python reasons differ, so keep Go's shape with the offending character.
-    if exc.pos >= len(exc.doc):
-        return "unexpected end of JSON input"
-    ch = exc.doc[exc.pos]
-    if exc.msg.startswith("Expecting value"):
-        return f"invalid character {_go_char(ch)} looking for beginning of value"
-    if exc.msg.startswith("Extra data"):
-        return f"invalid character {_go_char(ch)} after top-level value"
-    if exc.msg.startswith("Expecting property name"):
-        return f"invalid character {_go_char(ch)} looking for beginning of object key string"
-    if exc.msg.startswith("Expecting ':'"):
-        return f"invalid character {_go_char(ch)} after object key"
-    if exc.msg.startswith("Expecting ','"):
-        return f"invalid character {_go_char(ch)} after object key:value pair"
-    if exc.msg.startswith("Invalid control character"):
-        return f"invalid character {_go_char(ch)} in string literal"
-    return f"invalid character {_go_char(ch)} in JSON: {exc.msg}"
-
-
-def _go_char(ch: str) -> str:
-    # encoding/json's quoteChar: '\'' and '"' are escaped, the rest goes through %q.
-    if ch == "'":
-        return "'\\''"
-    if ch == '"':
-        return "'\"'"
-    quoted = go_quote(ch)
-    return "'" + quoted[1:-1] + "'"
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"invalid character '{name[0]}' looking for beginning of value")
-
-
-def parse_json(text: str) -> Any:
-    """Parse JSON keeping duplicate keys (see :class:`_Obj`).
+def parse_json(data: bytes | str) -> Any:
+    """Parse JSON as encoding/json does, keeping duplicate keys (see :class:`_Obj`).
 
     Raises:
         DecodeError: encoding/json's syntax error text (no prefix).
@@ -111,9 +75,7 @@ def parse_json(text: str) -> Any:
         return out
 
     try:
-        return gojson.loads(text, object_pairs_hook=hook, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise DecodeError(_json_go_error(exc)) from None
+        return gojson.loads(data, object_pairs_hook=hook)
     except ValueError as exc:
         raise DecodeError(str(exc)) from None
 
@@ -146,9 +108,29 @@ def parse_yaml(data: bytes | str) -> tuple[Any, list[str]]:
         parsed, depth, dup_lines = goyaml.yaml_to_json(data)
     except goyaml.YAMLError as exc:
         raise DecodeError(str(exc)) from None
-    if depth > goyaml.MAX_DEPTH:
-        raise DecodeError("couldn't get version/kind; json parse error: exceeded max depth")
+    if depth > gojson.MAX_DEPTH:
+        # The JSON sigs.k8s.io/yaml writes is then refused by Interpret's scanner at the
+        # first bracket past 10,000 levels, in the order json.Marshal writes the value.
+        bracket = _too_deep_bracket(parsed)
+        raise DecodeError(
+            f"couldn't get version/kind; json parse error: invalid character {bracket!r} "
+            "exceeded max depth"
+        )
     return parsed, dup_lines
+
+
+def _too_deep_bracket(root: Any) -> str:
+    """``{`` or ``[``: the first container json.Marshal opens past encoding/json's depth."""
+    stack: list[tuple[Any, int]] = [(root, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if not isinstance(value, dict | list):
+            continue
+        if depth > gojson.MAX_DEPTH:
+            return "{" if isinstance(value, dict) else "["
+        items = [value[k] for k in sorted(value)] if isinstance(value, dict) else value
+        stack.extend((item, depth + 1) for item in reversed(items))
+    return "{"
 
 
 # -- documents --------------------------------------------------------------------------------
@@ -164,9 +146,8 @@ class Document:
 
 
 def is_json(data: bytes | str) -> bool:
-    """The recognizer apimachinery uses: JSON iff the first non-space byte is ``{``."""
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    return text.lstrip(" \t\r\n").startswith("{")
+    """The recognizer apimachinery uses: JSON iff the first non-space rune is ``{``."""
+    return gojson.has_json_prefix(data)
 
 
 _GVK_STRUCT = (
@@ -182,9 +163,9 @@ def load_document(data: bytes | str) -> Document:
         DecodeError: a JSON syntax error (as ``Interpret`` reports it) or a YAML error.
     """
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    if is_json(text):
+    if is_json(data):
         try:
-            parsed = parse_json(text)
+            parsed = parse_json(data)
         except DecodeError as exc:
             raise DecodeError(f"couldn't get version/kind; json parse error: {exc}") from None
         return Document(parsed, text, [])

@@ -1,18 +1,38 @@
-"""JSON text read as Go's ``encoding/json`` reads it, where Python's ``json`` differs.
+"""JSON text read as Go's ``encoding/json`` (Go 1.24–1.26, what kubelets ship) reads it.
 
+Python's ``json`` accepts a subset of what Go accepts and words its errors differently, so
+:func:`loads` runs Python's C parser first (fast) and falls back to Go's rules only when
+that fails or when Go would read the text differently:
+
+* **Syntax errors** are found by :func:`syntax_error`, a byte-by-byte reproduction of
+  encoding/json's scanner (``checkValid``), so the text is Go's: ``invalid character 'x'
+  after array element``, ``unexpected end of JSON input``, and the scanner's end-of-input
+  rule (it feeds one space at the end, so ``tru`` is ``invalid character ' ' in literal true
+  (expecting 'e')``). A bad byte is quoted as Go quotes it: the *byte* as a Latin-1 rune
+  (``é`` outside a string is ``'Ã'``; ``\\xa0`` is ``'\\u00a0'``).
+* **Nesting**: Go stops at 10,000 levels (``invalid character '[' exceeded max depth``)
+  whatever the stack; Python's parser recurses and stops near its recursion limit. Valid
+  documents deeper than Python reaches are read by an iterative parser here
+  (:func:`_parse_iteratively`), so acceptance does not depend on the recursion limit.
+* **Invalid UTF-8 inside strings** becomes one U+FFFD per bad byte, as Go's
+  ``utf8.DecodeRune`` walks it (Python's ``"replace"`` writes one per bad sequence).
 * A lone UTF-16 surrogate escape (``"\\ud800"``, or a high surrogate not followed by a low
   one) decodes to U+FFFD in Go; Python keeps an unpaired surrogate code point that cannot
-  be encoded or printed later. :func:`fix_surrogate_escapes` rewrites those escapes before
-  parsing, leaving valid pairs and escaped backslashes alone.
-* Nesting deeper than Python's recursion limit raises ``RecursionError`` in ``json``; Go
-  stops at 10,000 levels with ``exceeded max depth``. :func:`loads` reports it as a
-  ``ValueError`` so callers that handle bad JSON handle this too.
-* Integers longer than Python's 4,300-digit conversion limit raise ``ValueError`` (Go's
-  ``interface{}`` decoding fails on them as well): callers already treat that as bad JSON.
+  be encoded or printed later. :func:`fix_surrogate_escapes` rewrites those escapes first.
+* ``NaN``/``Infinity`` are refused (Go has no such literals).
+* Deliberately not reproduced: Go's range error for a number decoded into a ``float64``
+  (``1e400``). credprov never decodes a JSON number into a Go float (its documents are typed
+  structs without numeric fields, where Go skips or type-checks the number), so such a
+  number is kept as Python's ``inf``.
+
+The scanner is our own rather than a library because no Python JSON library reproduces
+encoding/json's error texts and end-of-input rule; the differential tests in
+``tests/differential/test_json_diff.py`` compare it with real Go.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Callable
@@ -20,6 +40,190 @@ from collections.abc import Callable
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
     from typing import Any
+
+#: encoding/json's ``maxNestingDepth``.
+MAX_DEPTH = 10000
+
+
+class JSONSyntaxError(ValueError):
+    """encoding/json's ``*SyntaxError``: ``str()`` is Go's text; ``offset`` is Go's offset."""
+
+    def __init__(self, msg: str, offset: int) -> None:
+        super().__init__(msg)
+        self.msg = msg
+        self.offset = offset
+
+
+def _go_replace(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    return "\ufffd", exc.start + 1  # one U+FFFD per bad byte, then go on with the next byte
+
+
+codecs.register_error("credprov.go-utf8", _go_replace)
+
+
+def go_decode(data: bytes) -> str:
+    """``data`` as a Go string converts to runes: one U+FFFD for each byte that is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "credprov.go-utf8")
+
+
+# -- the scanner --------------------------------------------------------------------------------
+
+
+def quote_char(byte: int) -> str:
+    """encoding/json's ``quoteChar``: the byte as a rune, quoted like ``%q`` in single quotes."""
+    if byte == 0x27:
+        return "'\\''"
+    if byte == 0x22:
+        return "'\"'"
+    from credprov._go.fmt import go_quote
+
+    return "'" + go_quote(chr(byte))[1:-1] + "'"
+
+
+_STRING_RUN = re.compile(rb'[^"\\\x00-\x1f]*')
+_SPACE_RUN = re.compile(rb"[ \t\r\n]*")
+_DIGITS = re.compile(rb"[0-9]*")
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+_ESCAPES = frozenset(b'bfnrt\\/"')
+_LITERALS = {ord("t"): b"true", ord("f"): b"false", ord("n"): b"null"}
+
+# What the scanner expects next (its state), and what the enclosing container expects.
+_VALUE, _VALUE_OR_CLOSE, _KEY, _KEY_OR_CLOSE, _AFTER_VALUE = range(5)
+_IN_OBJECT_KEY, _IN_OBJECT_VALUE, _IN_ARRAY = range(3)
+
+
+def syntax_error(data: bytes) -> JSONSyntaxError | None:
+    """The error ``json.Unmarshal`` finds before decoding (``checkValid``), or None.
+
+    Iterative: 10,000 levels of nesting cost no Python stack.
+    """
+    n = len(data)
+    stack: list[int] = []
+    state = _VALUE
+    i = 0
+
+    def error(at: int, context: str) -> JSONSyntaxError:
+        if at >= n:  # the space the scanner feeds at the end of the input
+            return JSONSyntaxError(f"invalid character ' ' {context}", n)
+        return JSONSyntaxError(f"invalid character {quote_char(data[at])} {context}", at + 1)
+
+    while True:
+        i = _SPACE_RUN.match(data, i).end()  # type: ignore[union-attr]
+        if state == _AFTER_VALUE:
+            if not stack:
+                if i < n:
+                    return error(i, "after top-level value")
+                return None
+            top = stack[-1]
+            if i >= n:
+                return JSONSyntaxError("unexpected end of JSON input", n)
+            c = data[i]
+            if top == _IN_OBJECT_KEY:
+                if c != 0x3A:  # ':'
+                    return error(i, "after object key")
+                stack[-1] = _IN_OBJECT_VALUE
+                state = _VALUE
+            elif top == _IN_OBJECT_VALUE:
+                if c == 0x2C:  # ','
+                    stack[-1] = _IN_OBJECT_KEY
+                    state = _KEY
+                elif c == 0x7D:  # '}'
+                    stack.pop()
+                else:
+                    return error(i, "after object key:value pair")
+            else:
+                if c == 0x2C:
+                    state = _VALUE
+                elif c == 0x5D:  # ']'
+                    stack.pop()
+                else:
+                    return error(i, "after array element")
+            i += 1
+            continue
+        if i >= n:
+            return JSONSyntaxError("unexpected end of JSON input", n)
+        c = data[i]
+        if state == _KEY_OR_CLOSE and c == 0x7D:
+            stack[-1] = _IN_OBJECT_VALUE
+            state = _AFTER_VALUE
+            continue
+        if state == _VALUE_OR_CLOSE and c == 0x5D:
+            state = _AFTER_VALUE
+            continue
+        if state in (_KEY, _KEY_OR_CLOSE):
+            if c != 0x22:
+                return error(i, "looking for beginning of object key string")
+        elif c == 0x7B or c == 0x5B:  # '{' or '['
+            stack.append(_IN_OBJECT_KEY if c == 0x7B else _IN_ARRAY)
+            if len(stack) > MAX_DEPTH:
+                return error(i, "exceeded max depth")
+            state = _KEY_OR_CLOSE if c == 0x7B else _VALUE_OR_CLOSE
+            i += 1
+            continue
+        if c == 0x22:  # a string
+            i += 1
+            while True:
+                i = _STRING_RUN.match(data, i).end()  # type: ignore[union-attr]
+                if i >= n:
+                    return JSONSyntaxError("unexpected end of JSON input", n)
+                c = data[i]
+                if c == 0x22:
+                    i += 1
+                    break
+                if c < 0x20:
+                    return error(i, "in string literal")
+                i += 1  # a backslash (at the end, the scanner's space is a bad escape)
+                if i < n and data[i] in _ESCAPES:
+                    i += 1
+                elif i < n and data[i] == 0x75:  # 'u'
+                    for k in range(1, 5):
+                        if i + k >= n or data[i + k] not in _HEX:
+                            return error(i + k, "in \\u hexadecimal character escape")
+                    i += 5
+                else:
+                    return error(i, "in string escape code")
+            state = _AFTER_VALUE
+            continue
+        if c == 0x2D or 0x30 <= c <= 0x39:  # a number
+            if c == 0x2D:
+                i += 1
+                if i >= n or not 0x30 <= data[i] <= 0x39:
+                    return error(i, "in numeric literal")
+            if data[i] == 0x30:
+                i += 1
+            else:
+                i = _DIGITS.match(data, i).end()  # type: ignore[union-attr]
+            if i < n and data[i] == 0x2E:  # '.'
+                i += 1
+                if i >= n or not 0x30 <= data[i] <= 0x39:
+                    return error(i, "after decimal point in numeric literal")
+                i = _DIGITS.match(data, i).end()  # type: ignore[union-attr]
+            if i < n and data[i] in (0x65, 0x45):  # 'e' 'E'
+                i += 1
+                if i < n and data[i] in (0x2B, 0x2D):
+                    i += 1
+                if i >= n or not 0x30 <= data[i] <= 0x39:
+                    return error(i, "in exponent of numeric literal")
+                i = _DIGITS.match(data, i).end()  # type: ignore[union-attr]
+            state = _AFTER_VALUE
+            continue
+        literal = _LITERALS.get(c)
+        if literal is None:
+            return error(i, "looking for beginning of value")
+        name = literal.decode()
+        for k in range(1, len(literal)):
+            if i + k >= n or data[i + k] != literal[k]:
+                return error(i + k, f"in literal {name} (expecting {chr(literal[k])!r})")
+        i += len(literal)
+        state = _AFTER_VALUE
+
+
+# -- decoding -----------------------------------------------------------------------------------
 
 _SURROGATE_ESCAPE = re.compile(
     r"(\\+)u([dD][89abAB][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
@@ -43,62 +247,101 @@ def fix_surrogate_escapes(text: str) -> str:
     return _SURROGATE_ESCAPE.sub(_replace, text)
 
 
-def replace_surrogates(value: str) -> str:
-    """``value`` with lone surrogate code points (from any decoder) replaced by U+FFFD."""
-    if not any("\ud800" <= ch <= "\udfff" for ch in value):
-        return value
-    return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in value)
+def _reject_constant(name: str) -> Any:
+    raise ValueError(name)  # Go has no NaN/Infinity literals; syntax_error words it
+
+
+_TOKEN = re.compile(r'[ \t\r\n]*(?:([\[{\]}:,])|(")|([^ \t\r\n\[{\]}:,"]+))')
+
+
+def _parse_iteratively(
+    text: str, object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None
+) -> Any:
+    """Parse ``text``, already known to be valid JSON, without recursion (any depth)."""
+    scanstring = json.decoder.scanstring  # type: ignore[attr-defined]
+    decoder = json.JSONDecoder()
+    # Each frame: [is_object, items, pending_key]
+    stack: list[list[Any]] = []
+    root: Any = None
+    i = 0
+    while True:
+        m = _TOKEN.match(text, i)
+        assert m is not None
+        i = m.end()
+        punct, quote, scalar = m.group(1), m.group(2), m.group(3)
+        if punct in (":", ","):
+            continue
+        if punct == "{" or punct == "[":
+            stack.append([punct == "{", [], None])
+            continue
+        if punct in ("}", "]"):
+            is_object, items, _ = stack.pop()
+            if is_object:
+                value = object_pairs_hook(items) if object_pairs_hook else dict(items)
+            else:
+                value = items
+        elif quote:
+            value, i = scanstring(text, i, True)
+        else:
+            value, _ = decoder.raw_decode(scalar)
+        if not stack:
+            root = value
+            break
+        frame = stack[-1]
+        if frame[0]:
+            if frame[2] is None and quote and isinstance(value, str):
+                frame[2] = (value,)  # a key; its value comes next
+                continue
+            frame[1].append((frame[2][0], value))
+            frame[2] = None
+        else:
+            frame[1].append(value)
+    return root
 
 
 def loads(
     data: str | bytes,
     *,
     object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
-    parse_constant: Callable[[str], Any] | None = None,
 ) -> Any:
-    """``json.loads`` with Go's surrogate handling and a ``ValueError`` for deep nesting.
+    """``json.Unmarshal`` into ``interface{}``, as Go reads the text (see the module notes).
 
     Raises:
-        ValueError: not JSON (``json.JSONDecodeError``), nested too deeply, or an integer
-            too long to convert.
-        UnicodeDecodeError: ``bytes`` that are not UTF-8.
+        JSONSyntaxError: Go's syntax error text (a ``ValueError``).
     """
-    text = data.decode("utf-8") if isinstance(data, bytes) else data
-    text = fix_surrogate_escapes(text)
+    text = go_decode(data) if isinstance(data, bytes) else data
+    fixed = fix_surrogate_escapes(text)
     try:
-        return json.loads(text, object_pairs_hook=object_pairs_hook, parse_constant=parse_constant)
-    except RecursionError:
-        raise ValueError("exceeded max depth") from None
+        return json.loads(
+            fixed, object_pairs_hook=object_pairs_hook, parse_constant=_reject_constant
+        )
+    except (ValueError, RecursionError):
+        pass
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape")
+    error = syntax_error(raw)
+    if error is not None:
+        raise error
+    return _parse_iteratively(fixed, object_pairs_hook)  # valid, but deeper than Python reads
 
 
-def _fix_tree(root: Any) -> Any:
-    """``root`` with lone surrogates in every string (keys too) replaced, without recursion."""
+def _space(ch: str) -> bool:
+    # unicode.IsSpace: the Latin-1 spaces, then the White_Space property.
+    return ch.isspace() and ch not in "\x1c\x1d\x1e\x1f"
 
-    def fix(value: Any) -> Any:
-        if isinstance(value, str):
-            return replace_surrogates(value)
-        if isinstance(value, dict):
-            fixed = {
-                replace_surrogates(k) if isinstance(k, str) else k: v for k, v in value.items()
-            }
-            value.clear()
-            value.update(fixed)
-            stack.append(value)
-        elif isinstance(value, list):
-            stack.append(value)
-        return value
 
-    stack: list[Any] = []
-    root = fix(root)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key, item in node.items():
-                node[key] = fix(item)
-        else:
-            for i, item in enumerate(node):
-                node[i] = fix(item)
-    return root
+def has_json_prefix(data: bytes | str) -> bool:
+    """apimachinery's ``IsJSONBuffer``: the first rune that is not ``unicode.IsSpace`` is ``{``.
+
+    A leading U+00A0 or U+2003 is skipped here (and then refused by the JSON scanner, as the
+    kubelet refuses it); an invalid UTF-8 byte stops the scan.
+    """
+    text = go_decode(data[:4096]) if isinstance(data, bytes) else data
+    for ch in text:
+        if ch == "{":
+            return True
+        if not _space(ch):
+            return False
+    return False
 
 
 class YAMLError(ValueError):
@@ -119,7 +362,7 @@ def load_yaml_all(data: bytes | str) -> list[Any]:
     text = data if isinstance(data, str) else data.decode("utf-8", "replace")
     if text.lstrip()[:1] in ("{", "["):
         try:  # JSON first: it is what Go reads it as, surrogate escapes included
-            return [loads(text)]
+            return [loads(data)]
         except ValueError:
             pass  # not JSON after all: YAML may still read it (and says where it fails)
     from credprov._go import goyaml

@@ -137,7 +137,7 @@ def interpret_response_gvk(stdout: bytes) -> str:
             ``unexpected GroupVersion string: ...``.
     """
     try:
-        data = parse_json(stdout.decode("utf-8", "replace"))
+        data = parse_json(stdout)
     except DecodeError as exc:
         raise DecodeError(f"couldn't get version/kind; json parse error: {exc}") from None
     api_version, _ = interpret_meta(data)

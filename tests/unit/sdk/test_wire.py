@@ -39,7 +39,7 @@ def test_v1_service_account_fields() -> None:
     [
         (b"{not json", "request is not valid JSON"),
         (b"[]", "request is not a JSON object"),
-        (b"\xff\xfe", "not valid UTF-8"),
+        (b"\xff\xfe", "request is not valid JSON: invalid character 'ÿ' looking for beginning"),
         (req(image="r.io/x", apiVersion=f"{G}/v2"), 'unsupported apiVersion "'),
         (req(image="r.io/x", apiVersion=""), "request has no apiVersion"),
         (req(image="r.io/x", kind="CredentialProviderResponse"), 'unexpected kind "Credential'),
@@ -53,7 +53,8 @@ def test_v1_service_account_fields() -> None:
             + b'/v1","image":"r.io/x"}',
             'unexpected kind "x"',  # Go's decoder keeps the last value of a repeated field
         ),
-        (b"[" * 100_000, "nested too deeply"),
+        (b"[" * 100_000, "request is not valid JSON: invalid character '[' exceeded max depth"),
+        (b"NaN", "request is not valid JSON: invalid character 'N' looking for beginning of value"),
         (req(image="r.io/x", apiVersion=f"{G}/v1", extra=1) + b"x", "not valid JSON"),
     ],
     ids=[
@@ -69,6 +70,7 @@ def test_v1_service_account_fields() -> None:
         "annotation-type",
         "repeated-field-last-wins",
         "deep-nesting",
+        "nan",
         "trailing-garbage",
     ],
 )
@@ -153,3 +155,20 @@ def test_lenient_requests(data: bytes, image: str, token: str, annotations: dict
         token,
         annotations,
     )
+
+
+def test_requests_read_as_go_plugins_read_them() -> None:
+    """Invalid UTF-8 in a string is one U+FFFD per byte, and nesting Python's parser cannot
+    reach (an unknown field 5,000 deep) is still a request, as json.Unmarshal reads it."""
+    image = b'"r.io/x\xe2\x82y"'
+    data = (
+        b'{"kind":"CredentialProviderRequest","apiVersion":"'
+        + G.encode()
+        + b'/v1","image":'
+        + image
+        + b',"future":'
+        + b"[" * 5000
+        + b"]" * 5000
+        + b"}"
+    )
+    assert parse_request(data).image == "r.io/x\ufffd\ufffdy"
