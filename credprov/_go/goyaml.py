@@ -259,6 +259,11 @@ class _Reader:
 
 
 class _Scanner(_Reader, yaml.scanner.Scanner):
+    # go-yaml's double-quoted escapes are libyaml's older set: ``\'`` is one, ``\/`` is not.
+    ESCAPE_REPLACEMENTS = {  # type: ignore[misc]
+        k: v for k, v in yaml.scanner.Scanner.ESCAPE_REPLACEMENTS.items() if k != "/"
+    } | {"'": "'"}
+
     # PyYAML walks every flow level's possible simple key before each token, which made a
     # document nested 5,000 deep take seconds. Keys are saved in order (a level's old key
     # is removed first), so the first is the oldest: when it is neither on an earlier line
@@ -269,11 +274,38 @@ class _Scanner(_Reader, yaml.scanner.Scanner):
             oldest = next(iter(keys.values()))
             if oldest.line == self.line and self.index - oldest.index <= 1024:
                 return
+            if not self._untracked:
+                super().stale_possible_simple_keys()
+                return
+            # go-yaml checks staleness through its token index only: untracked keys stay.
+            kept = {lvl: k for lvl, k in keys.items() if k.token_number in self._untracked}
+            for level in kept:
+                del keys[level]
             super().stale_possible_simple_keys()
+            keys.update(kept)
+            self.possible_simple_keys = dict(
+                sorted(keys.items(), key=lambda kv: kv[1].token_number)
+            )
+
+    # go-yaml quirk: its index from token number to possible simple key loses the key saved
+    # at an opening bracket when the collection closes with no key saved inside it (``[]``,
+    # ``{}``): the key stays possible but no longer holds the parser back. So ``a: 1\n[]x``
+    # is "did not find expected key" at the bracket (not a scanner error a line later), and
+    # in ``[]: v`` the ':' files its KEY token after tokens already parsed (appended, as
+    # go-yaml's insert does for a negative position), so the document is ``[]``.
+    _untracked: set[int]
+    _flow_opened: list[list[Any]]
 
     def next_possible_simple_key(self) -> int | None:
-        keys = self.possible_simple_keys
-        return next(iter(keys.values())).token_number if keys else None
+        for key in self.possible_simple_keys.values():
+            if not self._untracked or key.token_number not in self._untracked:
+                return int(key.token_number)
+        return None
+
+    def save_possible_simple_key(self) -> None:
+        if self.allow_simple_key and self._flow_opened:
+            self._flow_opened[-1][1] = True  # a key saved inside the innermost collection
+        super().save_possible_simple_key()
 
     def fetch_flow_collection_start(self, TokenClass: Any) -> None:
         if self.flow_level + 1 > MAX_DEPTH:
@@ -284,7 +316,40 @@ class _Scanner(_Reader, yaml.scanner.Scanner):
                 f"exceeded max depth of {MAX_DEPTH}",
                 self.get_mark(),
             )
+        number = self.tokens_taken + len(self.tokens)
         super().fetch_flow_collection_start(TokenClass)
+        self._flow_opened.append([number, False])
+
+    def fetch_flow_collection_end(self, TokenClass: Any) -> None:
+        number, saved = self._flow_opened.pop() if self._flow_opened else (None, True)
+        super().fetch_flow_collection_end(TokenClass)
+        if not saved:
+            key = self.possible_simple_keys.get(self.flow_level)
+            if key is not None and key.token_number == number:
+                self._untracked.add(number)
+
+    def fetch_value(self) -> None:
+        key = self.possible_simple_keys.get(self.flow_level)
+        if key is None or key.token_number >= self.tokens_taken:
+            super().fetch_value()
+            return
+        # The key's token was already parsed: go-yaml appends KEY (and BLOCK-MAPPING-START).
+        del self.possible_simple_keys[self.flow_level]
+        self.tokens.append(yaml.tokens.KeyToken(key.mark, key.mark))
+        if not self.flow_level and self.add_indent(key.column):
+            self.tokens.append(yaml.tokens.BlockMappingStartToken(key.mark, key.mark))
+        self.allow_simple_key = False
+        start_mark = self.get_mark()
+        self.forward()
+        end_mark = self.get_mark()
+        self.tokens.append(yaml.tokens.ValueToken(start_mark, end_mark))
+
+    def unwind_indent(self, column: int) -> None:
+        super().unwind_indent(column)
+        if self._limit is not None and column >= 0:
+            # Before each token go-yaml's fetch makes the reader decode 4 characters ahead,
+            # so a bad byte up to 3 characters on is found before the token's own errors.
+            self._check(self.pointer + 3)
 
     def add_indent(self, column: int) -> bool:
         if self.indent < column and len(self.indents) + 1 > MAX_DEPTH:
@@ -301,8 +366,8 @@ class _Scanner(_Reader, yaml.scanner.Scanner):
         # go-yaml also skips tabs where a simple key cannot start (after a value indicator
         # on the same line, in flow context), where PyYAML skips only spaces.
         while True:
-            if self.column == 0 and self.peek() == "\ufeff":  # go-yaml skips one at any line start
-                self.forward()
+            if self.index == 0 and self.peek() == "\ufeff":  # only the stream's own BOM: later
+                self.forward()  # ones are text (a plain scalar, or an error), as in go-yaml
             while self.peek() == " " or (
                 self.peek() == "\t" and (self.flow_level or not self.allow_simple_key)
             ):
@@ -423,6 +488,98 @@ class _Scanner(_Reader, yaml.scanner.Scanner):
                 self.get_mark(),
             )
         self.scan_line_break()
+
+    _URI_CHARS = frozenset(
+        "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_;/?:@&=+$,.!~*'()[]%"
+    )
+
+    def scan_tag(self) -> Any:
+        # go-yaml's tag grammar: a handle is '!' and word characters, closed by '!' when one
+        # follows; otherwise those characters begin the suffix, which may then be empty ('!a'
+        # and the non-specific '!'). A tag must end at a blank ('#' is no URI character).
+        start_mark = self.get_mark()
+        handle: str | None
+        if self.peek(1) == "<":
+            self.forward(2)
+            suffix = self._go_tag_uri(None, start_mark)
+            if self.peek() != ">":
+                raise yaml.scanner.ScannerError(
+                    "while scanning a tag", start_mark, "did not find the expected '>'",
+                    self.get_mark(),
+                )  # fmt: skip
+            self.forward()
+            handle = None
+        else:
+            length = 1
+            while self.peek(length).isascii() and (
+                self.peek(length).isalnum() or self.peek(length) in "-_"
+            ):
+                length += 1
+            if self.peek(length) == "!":
+                handle = self.prefix(length + 1)
+                self.forward(length + 1)
+                suffix = self._go_tag_uri(None, start_mark)
+            else:
+                head = self.prefix(length)
+                self.forward(length)
+                suffix = self._go_tag_uri(head, start_mark)
+                handle = "!"
+                if not suffix:
+                    handle, suffix = None, "!"
+        if self.peek() not in "\0 \t\r\n\x85\u2028\u2029":
+            raise yaml.scanner.ScannerError(
+                "while scanning a tag", start_mark,
+                "did not find expected whitespace or line break", self.get_mark(),
+            )  # fmt: skip
+        return yaml.tokens.TagToken((handle, suffix), start_mark, self.get_mark())
+
+    def scan_uri_escapes(self, name: str, start_mark: Any) -> str:
+        # go-yaml: one UTF-8 sequence of %XX octets, its length read off the first octet.
+        octets = bytearray()
+        want = None
+        while want is None or len(octets) < want:
+            hexa = self.prefix(3)[1:]
+            if (
+                self.peek() != "%"
+                or len(hexa) < 2
+                or not all(c in "0123456789abcdefABCDEF" for c in hexa)
+            ):
+                self._uri_fault(start_mark, "did not find URI escaped octet")
+            octet = int(hexa, 16)
+            if want is None:
+                want = (
+                    1
+                    if octet < 0x80
+                    else 2
+                    if 0xC0 <= octet < 0xE0
+                    else (3 if 0xE0 <= octet < 0xF0 else 4 if 0xF0 <= octet < 0xF8 else 0)
+                )
+                if not want:
+                    self._uri_fault(start_mark, "found an incorrect leading UTF-8 octet")
+            elif octet & 0xC0 != 0x80:
+                self._uri_fault(start_mark, "found an incorrect trailing UTF-8 octet")
+            octets.append(octet)
+            self.forward(3)
+        return octets.decode("utf-8", "surrogateescape")
+
+    def _uri_fault(self, start_mark: Any, problem: str) -> None:
+        raise yaml.scanner.ScannerError("while parsing a tag", start_mark, problem, self.get_mark())
+
+    def _go_tag_uri(self, head: str | None, start_mark: Any) -> str:
+        chunks = [head[1:]] if head else []
+        found = bool(head)
+        while self.peek() in self._URI_CHARS:
+            if self.peek() == "%":
+                chunks.append(self.scan_uri_escapes("tag", start_mark))
+            else:
+                chunks.append(self.peek())
+                self.forward()
+            found = True
+        if not found:
+            raise yaml.scanner.ScannerError(
+                "while parsing a tag", start_mark, "did not find expected tag URI", self.get_mark()
+            )
+        return "".join(chunks)
 
     def scan_directive(self) -> Any:
         start_mark = self.get_mark()
@@ -572,6 +729,8 @@ class _Loader(_Scanner, yaml.parser.Parser):
         _Reader.__init__(self, text, limit, reason)
         yaml.scanner.Scanner.__init__(self)
         yaml.parser.Parser.__init__(self)
+        self._untracked = set()
+        self._flow_opened = []
 
     def process_directives(self) -> Any:
         # go-yaml takes %YAML 1.1 only (PyYAML any 1.x) and words the duplicates its way.
@@ -1075,10 +1234,13 @@ def _go_float64_sharp_v(value: float) -> str:
     return _go_format_g(value, 64)
 
 
-def _go_sharp_v(value: Any) -> str:
-    """Go's ``%#v`` of a decoded YAML value (as ``%+#v`` prints the same for these types)."""
+def _go_sharp_v(value: Any, nested: bool = False) -> str:
+    """Go's ``%#v`` of a decoded YAML value (as ``%+#v`` prints the same for these types).
+
+    A nil interface prints ``<nil>`` on its own and ``interface {}(nil)`` inside a slice or map.
+    """
     if value is None:
-        return "<nil>"
+        return "interface {}(nil)" if nested else "<nil>"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, _GoUint):
@@ -1090,11 +1252,11 @@ def _go_sharp_v(value: Any) -> str:
     if isinstance(value, str):
         return go_quote(value)
     if isinstance(value, list):
-        return "[]interface {}{" + ", ".join(_go_sharp_v(v) for v in value) + "}"
+        return "[]interface {}{" + ", ".join(_go_sharp_v(v, True) for v in value) + "}"
     if isinstance(value, _GoMap):
         items = sorted(value.items(), key=lambda kv: _go_key_order(kv[0]))
         inner = ", ".join(
-            f"{'interface {}(nil)' if k[0] == 'nil' else _go_sharp_v(_GoUint(k[1]) if k[0] == 'uint64' else k[1])}:{_go_sharp_v(v)}"
+            f"{'interface {}(nil)' if k[0] == 'nil' else _go_sharp_v(_GoUint(k[1]) if k[0] == 'uint64' else k[1], True)}:{_go_sharp_v(v, True)}"
             for k, v in items
         )
         return "map[interface {}]interface {}{" + inner + "}"
@@ -1219,6 +1381,10 @@ _PROBLEMS = {
     ),
     "expected a comment or a line break, but found %r": (
         "did not find expected comment or line break"
+    ),
+    "found undefined tag handle %r": "found undefined tag handle",
+    "expected URI escape sequence of 2 hexadecimal numbers, but found %r": (
+        "did not find URI escaped octet"
     ),
 }
 _BLOCK_END = {

@@ -139,6 +139,42 @@ TABLE: list[bytes] = [
     b"a: 1\n" * 100 + b"b: \x01\n",
     b"a: 1\n" * 200 + b"---\nb: \x01\n",
     b"kind: x\nkind: y\napiVersion: v1\n",
+    # double-quoted escapes: go-yaml has \' and not \/
+    b'a: "x\\\'y"\n',
+    b'a: "x\\/y"\n',
+    # a byte order mark after the stream's start is text
+    b"---\n\xef\xbb\xbfa: 1\n",
+    b"a: 1\n\xef\xbb\xbf\n",
+    b"a: 1\n\xef\xbb\xbf b: 2\n",
+    b"[1,\n\xef\xbb\xbf2]\n",
+    b"- 1\n\xef\xbb\xbf- 2\n",
+    # go-yaml loses the simple key of an empty flow collection's bracket
+    b"[]: v\n",
+    b"{}: 1\n",
+    b"a: 1\n[]\n",
+    b"a: 1\n{}x\n",
+    b"a: \n[]x\n",
+    b"a:\n[]\n",
+    b"a: 1\n[ [] ]x\n",
+    b"a: 1\n[b]: v\n",
+    # tags: go-yaml's handle/suffix grammar, URI escapes
+    b"!# x\n",
+    b"!a#b x\n",
+    b"!! x\n",
+    b"!<#> x\n",
+    b"!a!b x\n",
+    b"!a\tx\n",
+    b"!%4 x\n",
+    b"!%c3 x\n",
+    b"!%c3%a9 x\n",
+    b"!%ff x\n",
+    b"!%c3%41 x\n",
+    b"[!a, b]\n",
+    # a nil nested in a map key error's value
+    b"~: [null, true]\n",
+    b"~: {a: ~}\n",
+    # the reader decodes 4 characters ahead of each token: a bad byte there comes first
+    b"a:\n  b: 1\n" + b"#" * 1000 + b"\nc: d: e\xd5x\n",
 ]
 
 
