@@ -13,7 +13,8 @@ that looks at the body of every create, update and delete a node makes, so a kub
 * request service-account tokens bound to a pod on itself and — with
   ``ServiceAccountNodeAudienceRestriction`` — only for an audience that pod uses (a
   projected token volume or a CSI driver of one of its volumes) or that RBAC grants it with
-  the ``request-serviceaccounts-token-audience`` verb (KEP-4412 registry audiences);
+  the ``request-serviceaccounts-token-audience`` verb (KEP-4412 registry audiences; asked
+  even when a volume lookup failed, as since 1.38);
 * touch only its own Lease (in ``kube-node-lease``), CSINode and ResourceSlices;
 * create PodCertificateRequests only for pods on itself, and kubelet CSRs only with
   ``CN=system:node:<name>``.
@@ -517,6 +518,14 @@ class NodeRestriction:
     def _check_audience(
         self, request: AdmissionRequest, spec: Mapping[str, Any], pod: Mapping[str, Any]
     ) -> None:
+        """The requested audience must be used by the pod, or granted by the authorizer.
+
+        1.38 (kubernetes#140607): a volume lookup that fails (CSIDriver, PVC or PV missing)
+        no longer refuses before the authorizer is asked; an ALLOW admits the request even
+        then, and only a refusal reports the lookup errors (first, ahead of the
+        authorizer's answer). 1.37 (kubernetes#139046) dropped "not found in pod spec
+        volume" from the messages, which sent people adding token volumes to pods.
+        """
         audiences = _seq(spec.get("audiences"))
         if len(audiences) > 1:
             self._forbid(request, "node may only request 0 or 1 audiences")
@@ -526,10 +535,6 @@ class NodeRestriction:
         )
         if found:
             return
-        if errors:
-            self._forbid(
-                request, f"error validating audience {go_quote(audience)}: {aggregate(errors)}"
-            )
         attrs = Attributes(
             user=request.user,
             groups=tuple(request.groups),
@@ -541,27 +546,33 @@ class NodeRestriction:
             namespace=request.namespace,
             resource_request=True,
         )
-        failure = ""
-        if self._authorizer is not None:
-            try:
-                decision = self._authorizer(attrs)
-            except Exception as exc:  # an authorizer error refuses, with its text
-                failure = str(exc) or type(exc).__name__
-            else:
-                if decision.allowed:
-                    return
+        allowed, failure = self._authorize(attrs)
+        if allowed:
+            return
         q_aud = go_quote(audience)
+        if errors:
+            self._forbid(request, f"error validating audience {q_aud}: {aggregate(errors)}")
+        # The two texts below are reconstructed from kubernetes#139046's description (its
+        # diff was not available): the audience moved to the end, as %q.
         if failure:
             self._forbid(
                 request,
-                f"audience {q_aud} not found in pod spec volume, error authorizing "
-                f"{request.user} to request tokens for this audience: {failure}",
+                f"error authorizing {request.user} to request tokens for audience {q_aud}: "
+                f"{failure}",
             )
         self._forbid(
-            request,
-            f"audience {q_aud} not found in pod spec volume, {request.user} is not authorized "
-            "to request tokens for this audience",
+            request, f"{request.user} is not authorized to request tokens for audience {q_aud}"
         )
+
+    def _authorize(self, attrs: Attributes) -> tuple[bool, str]:
+        """(allowed, the authorizer's error text or ""); no authorizer allows nothing."""
+        if self._authorizer is None:
+            return False, ""
+        try:
+            decision = self._authorizer(attrs)
+        except Exception as exc:  # an authorizer error refuses, with its text
+            return False, str(exc) or type(exc).__name__
+        return bool(decision.allowed), ""
 
     # -- pod certificate requests --------------------------------------------------------
 
