@@ -14,7 +14,9 @@ words (``spec.containers[0].image: Required value``).
 
 Pull secrets are looked up as ``getPullSecretsForPod`` does: by name in the pod's own
 namespace; entries with an empty name are skipped, and names that cannot be found are
-returned so the caller can emit the kubelet's ``FailedToRetrieveImagePullSecret`` warning.
+returned so the caller can log the kubelet's "Unable to retrieve pull secret" line
+(:func:`missing_secret_warning`) and, when a pull then fails (Kubernetes 1.37+), record its
+``FailedToRetrieveImagePullSecret`` event.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "PodSpec",
     "PodSpecError",
     "load_pod",
+    "missing_secret_warning",
     "parse_pod",
     "select_pull_secrets",
 ]
@@ -226,3 +229,12 @@ def select_pull_secrets(
         else:
             missing.append(name)
     return found, missing
+
+
+def missing_secret_warning(pod: PodSpec, name: str) -> str:
+    """The kubelet's log line for a pull secret that is not there (``getPullSecretsForPod``
+    with the API server's NotFound text); never any secret content."""
+    return (
+        f"Unable to retrieve pull secret {pod.namespace}/{name} for {pod.namespace}/{pod.name} "
+        f'due to secrets "{name}" not found.  The image pull may not succeed.'
+    )

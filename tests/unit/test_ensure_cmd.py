@@ -508,17 +508,66 @@ def test_secrets_are_picked_by_name_in_the_pod_namespace() -> None:
     assert missing == ["gone"]
 
 
-def test_missing_secret_warns_and_goes_on(node: Node, capsys: pytest.CaptureFixture[str]) -> None:
+EVENT_GONE = (
+    "  Warning  FailedToRetrieveImagePullSecret  Unable to retrieve some image pull "
+    "secrets (gone); attempting to pull the image may not succeed."
+)
+WARNING_GONE = (
+    'credprov: warning: Unable to retrieve pull secret team-a/gone for team-a/{pod} due to secrets "gone" '
+    "not found.  The image pull may not succeed."
+)
+
+
+@pytest.mark.parametrize(
+    ("secrets", "image", "policy", "code", "event"),
+    [
+        # 1.37 (kubernetes#138432): the event follows a failed pull only.
+        pytest.param(("gone", "regcred"), IMAGE, None, 0, False, id="pull succeeds: no event"),
+        pytest.param(("gone",), IMAGE, None, 1, True, id="pull fails: event"),
+        pytest.param(
+            ("regcred",), f"{REGISTRY}/private/none:v1", None, 1, False, id="no missing secret"
+        ),
+        pytest.param(
+            ("gone",), IMAGE, "Never", 1, False, id="ErrImageNeverPull is no pull failure"
+        ),
+        pytest.param(("gone",), "Bad:Name", None, 1, False, id="invalid name is no pull failure"),
+    ],
+)
+def test_failed_to_retrieve_pull_secret_event(
+    node: Node,
+    capsys: pytest.CaptureFixture[str],
+    secrets: tuple[str, ...],
+    image: str,
+    policy: str | None,
+    code: int,
+    event: bool,
+) -> None:
     node.set_secrets(secret("regcred"))
-    code, out, _ = node.ensure(capsys, pod(secrets=("gone", "regcred")))
-    assert code == 0
-    assert out.splitlines()[1] == (
-        "  Warning  FailedToRetrieveImagePullSecret  Unable to retrieve some image pull "
-        "secrets (gone); attempting to pull the image may not succeed."
-    )
-    report = node.ensure_json(capsys, pod("pod-2", secrets=("gone",)))
-    assert report["missingSecrets"] == ["gone"]
-    assert report["events"][0]["object"] == ""
+    got, out, err = node.ensure(capsys, pod(secrets=secrets, image=image, policy=policy))
+    assert got == code
+    assert (EVENT_GONE in out.splitlines()) is event
+    # The kubelet's log line for each missing secret, whatever the pulls do.
+    warnings = [WARNING_GONE.format(pod="pod-a")] if "gone" in secrets else []
+    assert [ln for ln in err.splitlines() if ln.startswith("credprov: warning:")] == warnings
+
+    report = node.ensure_json(capsys, pod("pod-2", secrets=secrets, image=image, policy=policy))
+    assert report["missingSecrets"] == [s for s in secrets if s == "gone"]
+    reasons = [e["reason"] for e in report["events"]]
+    assert ("FailedToRetrieveImagePullSecret" in reasons) is event
+    assert len(report["podEvents"]) == int(event)
+    if event:
+        # Recorded on the pod itself, after the pulls.
+        assert report["events"][-1] == {**report["podEvents"][0], "object": ""}
+        assert reasons[-2:] == ["Failed", "FailedToRetrieveImagePullSecret"]
+
+
+def test_failed_to_retrieve_pull_secret_event_is_printed_after_the_pulls(
+    node: Node, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = node.ensure(capsys, pod(secrets=("gone",)))
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[-3:] == ["pod team-a/pod-a:", EVENT_GONE, "0/1 images ready"]
 
 
 def test_secret_without_namespace_is_recorded_under_the_pods(
@@ -720,6 +769,7 @@ def test_json_report_shape(node: Node, capsys: pytest.CaptureFixture[str]) -> No
         "missingSecrets",
         "containers",
         "events",
+        "podEvents",
         "code",
     }
     assert report["pod"] == {"namespace": "team-a", "name": "pod-a", "uid": "uid-pod-a"}
