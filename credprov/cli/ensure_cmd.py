@@ -3,8 +3,8 @@
 (Over 300 lines because of its fourteen options' help text and the text report; the
 work is :meth:`credprov.kubelet.node.KubeletNode.ensure_pod`.)
 
-For each init, regular and ephemeral container of ``--pod`` (in the order the kubelet
-starts them) run ``EnsureImageExists`` (:mod:`credprov.kubelet.ensure`) against a real
+For each image volume (``spec.volumes[].image``) and each init, regular and ephemeral
+container of ``--pod`` (in the order the kubelet pulls them) run ``EnsureImageExists`` (:mod:`credprov.kubelet.ensure`) against a real
 container runtime over CRI, with the ``KubeletEnsureSecretPulledImages`` pull manager
 keeping its records under ``--root/image_manager`` as the kubelet does:
 
@@ -58,6 +58,7 @@ _IMAGE_ERRORS = (
     "RegistryUnavailable",
 )
 _KIND_LABEL = {
+    "imageVolume": "image volume",
     "initContainer": "init container",
     "container": "container",
     "ephemeralContainer": "ephemeral container",
@@ -69,7 +70,8 @@ def add_parser(sub: Any) -> None:
         "ensure-image",
         help="run the kubelet's image path for a pod against a real CRI runtime (KEP-2535)",
         description=(
-            "For every container of POD.yaml (or, with --objects, of the pod NS/NAME of that "
+            "For every image volume and container of POD.yaml (or, with --objects, of the pod "
+            "NS/NAME of that "
             "cluster, with pull secrets and KEP-4412 service-account tokens obtained as its "
             "node would: through the Node authorizer, NodeRestriction and RBAC) decide, as "
             "the kubelet does with "
