@@ -25,7 +25,8 @@ def add_parser(sub: Any) -> None:
             "its node would: the pod's imagePullSecrets are read through the Node authorizer, "
             "and providers with tokenAttributes get a service-account token for the pod "
             "(KEP-4412) only when the Node authorizer and NodeRestriction allow the token "
-            "request; IMAGE defaults to every image of the pod."
+            "request; IMAGE defaults to every image of the pod (image volumes, then init, "
+            "regular and ephemeral containers)."
         ),
     )
     p.add_argument("images", nargs="*", metavar="IMAGE")
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError("give at least one IMAGE (or --objects and --pod)")
     images: list[str] = args.images or (as_pod.images if as_pod is not None else [])
     if not images and as_pod is not None:
-        raise CLIError(f"pod {as_pod.namespace}/{as_pod.name} has no container images: give IMAGE")
+        raise CLIError(f"pod {as_pod.namespace}/{as_pod.name} has no images: give IMAGE")
     try:
         secrets = (
             as_pod.secrets

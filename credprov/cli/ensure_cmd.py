@@ -3,8 +3,8 @@
 (Over 300 lines because of its fourteen options' help text and the text report; the
 work is :meth:`credprov.kubelet.node.KubeletNode.ensure_pod`.)
 
-For each init, regular and ephemeral container of ``--pod`` (in the order the kubelet
-starts them) run ``EnsureImageExists`` (:mod:`credprov.kubelet.ensure`) against a real
+For each image volume (``spec.volumes[].image``) and each init, regular and ephemeral
+container of ``--pod`` (in the order the kubelet pulls them) run ``EnsureImageExists`` (:mod:`credprov.kubelet.ensure`) against a real
 container runtime over CRI, with the ``KubeletEnsureSecretPulledImages`` pull manager
 keeping its records under ``--root/image_manager`` as the kubelet does:
 
@@ -15,7 +15,7 @@ keeping its records under ``--root/image_manager`` as the kubelet does:
 * with ``--objects FILE``, ``--pod NS/NAME`` is a pod of that cluster and the command runs
   as its node (``--node``, default the pod's ``spec.nodeName``) would
   (:mod:`credprov.kubelet.aspod`): pull secrets are read through the Node authorizer (a
-  refused one is skipped with the kubelet's ``FailedToRetrieveImagePullSecret`` event),
+  refused one is skipped with a ``credprov: warning:`` line, the kubelet's log line),
   and KEP-4412 providers get the pod's service account and a token bound to the pod only
   when the Node authorizer, NodeRestriction and RBAC allow it, so a pull with their
   credentials is recorded under ``kubernetesServiceAccounts``;
@@ -25,7 +25,9 @@ keeping its records under ``--root/image_manager`` as the kubelet does:
   fails with ``ErrImageNeverPull``;
 * every step prints the event the kubelet would record on the pod (``Normal  Pulling
   Pulling image "..."``), or ``-o json`` prints them with each container's decision, metric
-  labels, the credentials tried (source and hash only) and what was recorded.
+  labels, the credentials tried (source and hash only) and what was recorded;
+  ``FailedToRetrieveImagePullSecret`` comes last and only when a pull failed with
+  ``ErrImagePull`` while a pull secret was missing (Kubernetes 1.37, kubernetes#138432).
 
 Each run is a kubelet start: the pull manager's start-up housekeeping settles the intents
 an interrupted run left behind. Exit 0 when every image is ready, 1 otherwise. Passwords
@@ -56,6 +58,7 @@ _IMAGE_ERRORS = (
     "RegistryUnavailable",
 )
 _KIND_LABEL = {
+    "imageVolume": "image volume",
     "initContainer": "init container",
     "container": "container",
     "ephemeralContainer": "ephemeral container",
@@ -67,7 +70,8 @@ def add_parser(sub: Any) -> None:
         "ensure-image",
         help="run the kubelet's image path for a pod against a real CRI runtime (KEP-2535)",
         description=(
-            "For every container of POD.yaml (or, with --objects, of the pod NS/NAME of that "
+            "For every image volume and container of POD.yaml (or, with --objects, of the pod "
+            "NS/NAME of that "
             "cluster, with pull secrets and KEP-4412 service-account tokens obtained as its "
             "node would: through the Node authorizer, NodeRestriction and RBAC) decide, as "
             "the kubelet does with "
@@ -184,7 +188,12 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
         CLIError: bad arguments or files, an unreachable runtime (one line each).
     """
     from credprov.kubelet import node as node_mod
-    from credprov.kubelet.podspec import PodSpecError, load_pod, select_pull_secrets
+    from credprov.kubelet.podspec import (
+        PodSpecError,
+        load_pod,
+        missing_secret_warning,
+        select_pull_secrets,
+    )
 
     node_mod.validate_policy(args.policy, args.allowlist)
     node_mod.parse_cri_endpoint(args.cri)
@@ -214,9 +223,13 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
     )
     if as_pod is None:
         secrets, missing = select_pull_secrets(pod, _load_secrets(args.secrets))
+        warnings = [missing_secret_warning(pod, name) for name in missing]
     else:
-        for warning in as_pod.warnings:
-            print(f"credprov: warning: {warning}", file=sys.stderr)
+        warnings = list(as_pod.warnings)
+    # The kubelet's log line for each pull secret it could not retrieve, always; the pod
+    # event (FailedToRetrieveImagePullSecret) only when a pull then fails.
+    for warning in warnings:
+        print(f"credprov: warning: {warning}", file=sys.stderr)
 
     from credprov.pullmanager.metrics import PullManagerMetrics
 
@@ -310,9 +323,6 @@ def _print_text(report: dict[str, Any]) -> None:
     pod = report["pod"]
     on_node = f" on node {report['node']}" if "node" in report else ""
     print(f"pod {pod['namespace']}/{pod['name']}{on_node} (policy {report['policy']})")
-    for e in report["events"]:
-        if not e["object"]:
-            print(f"  {e['type']}  {e['reason']}  {e['message']}")
     for c in report["containers"]:
         if c["ready"]:
             status = f"{_STATUS[c['decision']]} {c['imageRef']}"
@@ -333,5 +343,9 @@ def _print_text(report: dict[str, Any]) -> None:
                 for a in c["attempts"]
             )
             print(f"  credentials tried: {tried}")
+    for e in report["podEvents"]:
+        # Recorded on the pod after its pulls (FailedToRetrieveImagePullSecret, 1.37+).
+        print(f"pod {pod['namespace']}/{pod['name']}:")
+        print(f"  {e['type']}  {e['reason']}  {e['message']}")
     ready = sum(1 for c in report["containers"] if c["ready"])
     print(f"{ready}/{len(report['containers'])} images ready")

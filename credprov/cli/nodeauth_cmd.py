@@ -353,6 +353,10 @@ def audit_lines(report: dict[str, Any]) -> list[str]:
             name = audience["audience"]
             shown = '"" (the API server)' if name == "" else f'"{name}"'
             lines.append(f"      {shown}  via {'; '.join(audience['via'])}")
+        if account["podCertificateSigners"]:
+            lines.append("    pod certificate signers:")
+            for signer in account["podCertificateSigners"]:
+                lines.append(f'      "{signer["signer"]}"  via {"; ".join(signer["via"])}')
     lines.append("cluster-wide reads (system:node rules):")
     lines.extend(f"  {rule}" for rule in report["clusterWide"])
     return lines

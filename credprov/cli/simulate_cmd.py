@@ -120,7 +120,8 @@ def _print_text(
         if r["action"] != "pod":
             print(f"{indent}{r['action']}: {r['detail']}")
             continue
-        print(f"{indent}pod {r['pod']} image {r['image']} ({r['imagePullPolicy']})")
+        what = f"image volume {r['imageVolume']}:" if r.get("imageVolume") else "image"
+        print(f"{indent}pod {r['pod']} {what} {r['image']} ({r['imagePullPolicy']})")
         outcome = {
             "pulled": "pulled",
             "present": "used the image already present",

@@ -257,8 +257,20 @@ def _pods_on_node(store: Any, node: str) -> list[Mapping[str, Any]]:
 
 
 def _containers(pod: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
+    """Every image the kubelet pulls for the pod with its credentials, as container-like
+    mappings (``name``, ``image``, ``imagePullPolicy``): image volumes first
+    (``spec.volumes[].image``, GA in 1.36; named ``volume:<name>``), then init, regular and
+    ephemeral containers."""
     spec = pod.get("spec") or {}
-    for key in ("initContainers", "containers"):
+    for volume in spec.get("volumes") or ():
+        source = volume.get("image") if isinstance(volume, Mapping) else None
+        if isinstance(source, Mapping) and isinstance(source.get("reference"), str):
+            yield {
+                "name": f"volume:{volume.get('name', '')}",
+                "image": source["reference"],
+                "imagePullPolicy": source.get("pullPolicy") or "",
+            }
+    for key in ("initContainers", "containers", "ephemeralContainers"):
         for container in spec.get(key) or ():
             if isinstance(container, Mapping) and isinstance(container.get("image"), str):
                 yield container
@@ -592,7 +604,8 @@ def check_kep2535_preflight(ctx: Context) -> list[Finding]:
                 "kep2535.preflight",
                 Status.PASS,
                 node,
-                f"{counted} container(s) on node {node!r}: none would stop starting or "
+                f"{counted} image(s) of containers and image volumes on node {node!r}: none "
+                "would stop starting or "
                 f"start pulling under {policy_name}",
             )
         ]

@@ -105,7 +105,16 @@ class AsPod:
 
 
 def _pod_images(spec: Mapping[str, Any]) -> list[str]:
+    """Every image the kubelet pulls for the pod, each once: image volumes
+    (``spec.volumes[].image.reference``, pulled with the pod's credentials before any
+    container starts), then init, regular and ephemeral containers."""
     images: list[str] = []
+    volumes = spec.get("volumes") or ()
+    for volume in volumes if isinstance(volumes, list) else ():
+        source = volume.get("image") if isinstance(volume, Mapping) else None
+        reference = source.get("reference") if isinstance(source, Mapping) else None
+        if isinstance(reference, str) and reference and reference not in images:
+            images.append(reference)
     for key in _CONTAINER_FIELDS:
         containers = spec.get(key) or ()
         if not isinstance(containers, list):

@@ -322,26 +322,23 @@ class KubeletNode:
     def ensure_pod(
         self, pod: Any, secrets: list[dict[str, Any]], missing: list[str]
     ) -> dict[str, Any]:
-        """Run ``EnsureImageExists`` for every container of ``pod`` (a
-        :class:`credprov.kubelet.podspec.PodSpec`) with its pull ``secrets``; ``missing``
-        are the pull secret names that could not be found (the kubelet's
-        ``FailedToRetrieveImagePullSecret`` warning). Returns the report ``ensure-image
-        -o json`` prints: per container its decision, events and provider errors."""
+        """Run ``EnsureImageExists`` for every image of ``pod`` (a
+        :class:`credprov.kubelet.podspec.PodSpec`: its image volumes, then its init,
+        regular and ephemeral containers) with its pull ``secrets``; ``missing`` are the
+        pull secret names that could not be retrieved. Returns the report ``ensure-image -o
+        json`` prints: per image its decision, events and provider errors.
+
+        ``FailedToRetrieveImagePullSecret`` follows Kubernetes 1.37 (kubernetes#138432):
+        it is recorded on the pod once, after the pulls, and only when some pull failed with
+        ``ErrImagePull`` and a pull secret was missing. Before 1.37 it came at the start of
+        every sync with a missing secret, whatever became of the pulls. It is the last of
+        ``events`` and the one entry of ``podEvents`` (events on the pod that belong to no
+        container or image volume).
+        """
         from credprov.credentialprovider.chain import PodInfo
-        from credprov.kubelet.ensure import Container
+        from credprov.kubelet.ensure import ERR_IMAGE_PULL, Container
 
         events: list[dict[str, str]] = []
-        if missing:
-            # getPullSecretsForPod: the pull goes ahead with the secrets that were found.
-            events.append(
-                {
-                    "type": "Warning",
-                    "reason": "FailedToRetrieveImagePullSecret",
-                    "message": "Unable to retrieve some image pull secrets "
-                    f"({', '.join(missing)}); attempting to pull the image may not succeed.",
-                    "object": "",
-                }
-            )
         info = PodInfo(pod.namespace, pod.name, pod.uid, pod.service_account_name)
         provider_errors: list[dict[str, str]] = (
             self.on_provider_error.errors if self.on_provider_error is not None else []
@@ -363,6 +360,18 @@ class KubeletNode:
                 entry["providerErrors"] = provider_errors[seen:]
             containers.append(entry)
             events.extend({**e, "object": c.field_path} for e in entry["events"])
+        pod_events: list[dict[str, str]] = []
+        if missing and any(c["error"] == ERR_IMAGE_PULL for c in containers):
+            pod_events.append(
+                {
+                    "type": "Warning",
+                    "reason": "FailedToRetrieveImagePullSecret",
+                    "message": "Unable to retrieve some image pull secrets "
+                    f"({', '.join(missing)}); attempting to pull the image may not succeed.",
+                    "object": "",
+                }
+            )
+        events.extend(pod_events)
         return {
             "pod": {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid},
             "policy": self.policy,
@@ -370,6 +379,7 @@ class KubeletNode:
             "missingSecrets": missing,
             "containers": containers,
             "events": events,
+            "podEvents": pod_events,
         }
 
 

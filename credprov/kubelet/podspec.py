@@ -1,20 +1,26 @@
 """Reading a pod spec (``kubectl get pod -o yaml`` style) and picking its pull secrets.
 
 Only the fields the kubelet's image path reads are looked at: the pod's namespace, name,
-uid and service account, ``spec.imagePullSecrets``, and ``name``/``image``/
-``imagePullPolicy`` of every init, regular and ephemeral container. Everything else
-(``status``, probes, volumes...) is ignored, so a pod fetched from a cluster works as is.
+uid and service account, ``spec.imagePullSecrets``, ``name``/``image``/``imagePullPolicy``
+of every init, regular and ephemeral container, and ``name``/``image.reference``/
+``image.pullPolicy`` of every image volume (``spec.volumes[].image``, GA in 1.36: the
+kubelet pulls them with the pod's credentials exactly like container images, before it
+starts any container). Everything else (``status``, probes, other volumes...) is ignored,
+so a pod fetched from a cluster works as is.
 
-Defaults are the API server's (``SetDefaults_Pod``/``SetDefaults_Container``): namespace
-``default``, service account ``default``, and an empty ``imagePullPolicy`` is ``Always``
-for an image tagged ``:latest`` or not tagged at all, ``IfNotPresent`` otherwise. What the
-API server's validation would reject (no containers, a container without a name or image,
-an unknown pull policy) is a :class:`PodSpecError`, one line naming the field in the API's
-words (``spec.containers[0].image: Required value``).
+Defaults are the API server's (``SetDefaults_Pod``/``SetDefaults_Container``/
+``SetDefaults_ImageVolumeSource``): namespace ``default``, service account ``default``,
+and an empty pull policy is ``Always`` for an image tagged ``:latest`` or not tagged at all,
+``IfNotPresent`` otherwise. What the API server's validation would reject (no containers, a
+container without a name or image, an image volume without a name or reference, an unknown
+pull policy) is a :class:`PodSpecError`, one line naming the field in the API's words
+(``spec.containers[0].image: Required value``).
 
 Pull secrets are looked up as ``getPullSecretsForPod`` does: by name in the pod's own
 namespace; entries with an empty name are skipped, and names that cannot be found are
-returned so the caller can emit the kubelet's ``FailedToRetrieveImagePullSecret`` warning.
+returned so the caller can log the kubelet's "Unable to retrieve pull secret" line
+(:func:`missing_secret_warning`) and, when a pull then fails (Kubernetes 1.37+), record its
+``FailedToRetrieveImagePullSecret`` event.
 """
 
 from __future__ import annotations
@@ -28,20 +34,24 @@ from credprov.kubelet import KubeletError
 
 __all__ = [
     "CONTAINER_KINDS",
+    "IMAGE_VOLUME",
     "PodContainer",
     "PodSpec",
     "PodSpecError",
     "load_pod",
+    "missing_secret_warning",
     "parse_pod",
     "select_pull_secrets",
 ]
 
-#: (spec field, kind label) in the order the kubelet starts them.
+#: (spec field, kind label) of containers in the order the kubelet starts them.
 CONTAINER_KINDS = (
     ("initContainers", "initContainer"),
     ("containers", "container"),
     ("ephemeralContainers", "ephemeralContainer"),
 )
+#: The kind label of an image volume (``spec.volumes[].image``).
+IMAGE_VOLUME = "imageVolume"
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 
 
@@ -51,17 +61,21 @@ class PodSpecError(KubeletError, ValueError):
 
 @dataclass(frozen=True)
 class PodContainer:
-    """One container of the pod, with its pull policy defaulted."""
+    """One image the pod needs, with its pull policy defaulted: a container's, or an image
+    volume's (``kind`` ``imageVolume``, ``name`` the volume's)."""
 
-    kind: str  # "initContainer", "container" or "ephemeralContainer"
+    kind: str  # "imageVolume", "initContainer", "container" or "ephemeralContainer"
     name: str
     image: str
     image_pull_policy: str
-    field: str  # spec field: "initContainers", "containers", "ephemeralContainers"
+    field: str  # spec field: "volumes", "initContainers", "containers", "ephemeralContainers"
 
     @property
     def field_path(self) -> str:
-        """The event's ``involvedObject.fieldPath``, e.g. ``spec.containers{app}``."""
+        """The event's ``involvedObject.fieldPath``, e.g. ``spec.containers{app}``; ``""``
+        for an image volume, whose pull the kubelet records on the pod itself."""
+        if self.kind == IMAGE_VOLUME:
+            return ""
         return f"spec.{self.field}{{{self.name}}}"
 
 
@@ -74,6 +88,8 @@ class PodSpec:
     uid: str
     service_account_name: str
     image_pull_secrets: tuple[str, ...]
+    #: Every image, in the order the kubelet pulls them: image volumes, then init, regular
+    #: and ephemeral containers.
     containers: tuple[PodContainer, ...]
 
 
@@ -140,7 +156,41 @@ def parse_pod(obj: Mapping[str, Any], where: str = "pod") -> PodSpec:
         if secret_name:  # the API allowed empty names once; the kubelet skips them
             secrets.append(secret_name)
 
+    def policy_of(value: Any, field: str, image: str) -> str:
+        policy = string(value, field)
+        if policy and policy not in _PULL_POLICIES:
+            supported = ", ".join(go_quote(p) for p in _PULL_POLICIES)
+            raise fail(
+                field, f"Unsupported value: {go_quote(policy)}: supported values: {supported}"
+            )
+        return policy or default_pull_policy(image)
+
     containers: list[PodContainer] = []
+    volume_names: set[str] = set()
+    for i, raw in enumerate(items(spec.get("volumes"), "spec.volumes")):
+        field = f"spec.volumes[{i}]"
+        volume = mapping(raw, field)
+        source = volume.get("image")
+        if source is None:
+            continue  # not an image volume: nothing to pull
+        vname = string(volume.get("name"), f"{field}.name", required=True)
+        if vname in volume_names:
+            raise fail(f"{field}.name", f"Duplicate value: {go_quote(vname)}")
+        volume_names.add(vname)
+        source = mapping(source, f"{field}.image")
+        reference = string(source.get("reference"), f"{field}.image.reference", required=True)
+        containers.append(
+            PodContainer(
+                kind=IMAGE_VOLUME,
+                name=vname,
+                image=reference,
+                image_pull_policy=policy_of(
+                    source.get("pullPolicy"), f"{field}.image.pullPolicy", reference
+                ),
+                field="volumes",
+            )
+        )
+
     seen: set[str] = set()
     for spec_field, label in CONTAINER_KINDS:
         for i, raw in enumerate(items(spec.get(spec_field), f"spec.{spec_field}")):
@@ -151,20 +201,10 @@ def parse_pod(obj: Mapping[str, Any], where: str = "pod") -> PodSpec:
                 raise fail(f"{field}.name", f"Duplicate value: {go_quote(cname)}")
             seen.add(cname)
             image = string(c.get("image"), f"{field}.image", required=True)
-            policy = string(c.get("imagePullPolicy"), f"{field}.imagePullPolicy")
-            if policy and policy not in _PULL_POLICIES:
-                supported = ", ".join(go_quote(p) for p in _PULL_POLICIES)
-                raise fail(
-                    f"{field}.imagePullPolicy",
-                    f"Unsupported value: {go_quote(policy)}: supported values: {supported}",
-                )
+            policy = policy_of(c.get("imagePullPolicy"), f"{field}.imagePullPolicy", image)
             containers.append(
                 PodContainer(
-                    kind=label,
-                    name=cname,
-                    image=image,
-                    image_pull_policy=policy or default_pull_policy(image),
-                    field=spec_field,
+                    kind=label, name=cname, image=image, image_pull_policy=policy, field=spec_field
                 )
             )
     if not any(c.field == "containers" for c in containers):
@@ -226,3 +266,12 @@ def select_pull_secrets(
         else:
             missing.append(name)
     return found, missing
+
+
+def missing_secret_warning(pod: PodSpec, name: str) -> str:
+    """The kubelet's log line for a pull secret that is not there (``getPullSecretsForPod``
+    with the API server's NotFound text); never any secret content."""
+    return (
+        f"Unable to retrieve pull secret {pod.namespace}/{name} for {pod.namespace}/{pod.name} "
+        f'due to secrets "{name}" not found.  The image pull may not succeed.'
+    )

@@ -378,6 +378,8 @@ class PodStep:
     #: A key into Scenario.secrets (read when the step runs, so rotations apply) or an
     #: inline secret (its content as of this step).
     secrets: list[tuple[str, str] | SecretSpec]
+    #: The image volume (``spec.volumes[].image``) the image is for; "" for a container.
+    image_volume: str = ""
 
 
 def _pod_step(
@@ -386,13 +388,40 @@ def _pod_step(
     m = v.mapping(
         value,
         where,
-        required=("namespace", "name", "image"),
-        optional=("uid", "serviceAccount", "imagePullPolicy", "imagePullSecrets"),
+        required=("namespace", "name"),
+        optional=(
+            "image",
+            "imageVolume",
+            "uid",
+            "serviceAccount",
+            "imagePullPolicy",
+            "imagePullSecrets",
+        ),
     )
     ns = v.string(m["namespace"], f"{where}.namespace")
     name = v.string(m["name"], f"{where}.name")
-    image = v.string(m["image"], f"{where}.image")  # invalid names are a kubelet outcome
+    if ("image" in m) == ("imageVolume" in m):
+        raise v.fail(where, "needs exactly one of image, imageVolume")
     policy = ""
+    volume = ""
+    if "imageVolume" in m:
+        # An image volume is pulled with the pod's credentials like a container image.
+        vw = f"{where}.imageVolume"
+        iv = v.mapping(
+            m["imageVolume"], vw, required=("name", "reference"), optional=("pullPolicy",)
+        )
+        if "imagePullPolicy" in m:
+            raise v.fail(
+                f"{where}.imagePullPolicy", "use imageVolume.pullPolicy for an image volume"
+            )
+        volume = v.string(iv["name"], f"{vw}.name")
+        image = v.string(iv["reference"], f"{vw}.reference")  # invalid names: a kubelet outcome
+        if "pullPolicy" in iv:
+            policy = v.string(iv["pullPolicy"], f"{vw}.pullPolicy")
+            if policy not in policies:
+                raise v.fail(f"{vw}.pullPolicy", f"must be one of {', '.join(policies)}")
+    else:
+        image = v.string(m["image"], f"{where}.image")  # invalid names are a kubelet outcome
     if "imagePullPolicy" in m:
         policy = v.string(m["imagePullPolicy"], f"{where}.imagePullPolicy")
         if policy not in policies:
@@ -411,4 +440,4 @@ def _pod_step(
         secrets.append(SecretSpec(ns, sname, uid, v.auths(s["auths"], f"{sw}.auths")))
     sa = v.string(m.get("serviceAccount", "default"), f"{where}.serviceAccount")
     uid = v.string(m["uid"], f"{where}.uid") if "uid" in m else _default_uid("pod", ns, name)
-    return PodStep(ns, name, uid, sa, image, policy, secrets)
+    return PodStep(ns, name, uid, sa, image, policy, secrets, volume)

@@ -163,7 +163,10 @@ class Simulation:
         res = self.ensure.ensure_image_exists(
             info, Container(image=pod.image, image_pull_policy=pod.pull_policy), secrets
         )
-        return {"pod": f"{pod.namespace}/{pod.name}", **ensure_result_to_dict(res)}
+        out = {"pod": f"{pod.namespace}/{pod.name}"}
+        if pod.image_volume:
+            out["imageVolume"] = pod.image_volume
+        return {**out, **ensure_result_to_dict(res)}
 
     def records(self) -> tuple[list[dict[str, Any]], list[str]]:
         from credprov.pullmanager.fsstore import FSPullRecordsAccessor

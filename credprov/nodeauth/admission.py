@@ -13,10 +13,12 @@ that looks at the body of every create, update and delete a node makes, so a kub
 * request service-account tokens bound to a pod on itself and — with
   ``ServiceAccountNodeAudienceRestriction`` — only for an audience that pod uses (a
   projected token volume or a CSI driver of one of its volumes) or that RBAC grants it with
-  the ``request-serviceaccounts-token-audience`` verb (KEP-4412 registry audiences);
+  the ``request-serviceaccounts-token-audience`` verb (KEP-4412 registry audiences; asked
+  even when a volume lookup failed, as since 1.38);
 * touch only its own Lease (in ``kube-node-lease``), CSINode and ResourceSlices;
-* create PodCertificateRequests only for pods on itself, and kubelet CSRs only with
-  ``CN=system:node:<name>``.
+* create PodCertificateRequests only for pods on itself, for a signer a ``podCertificate``
+  volume of the pod names or the authorizer grants with ``request-podcertificate-signer``
+  (1.37), and kubelet CSRs only with ``CN=system:node:<name>``.
 
 Everything else, and every request not from a node, is admitted. Refusals carry
 upstream's messages: :attr:`AdmissionError.message` is the bare message,
@@ -77,6 +79,10 @@ NODE_LEASE_NAMESPACE = "kube-node-lease"
 KUBELET_SERVING_SIGNER = "kubernetes.io/kubelet-serving"
 KUBE_APISERVER_CLIENT_KUBELET_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
 AUDIENCE_VERB = "request-serviceaccounts-token-audience"
+#: The verb an authorizer grants to let a node name a signer no podCertificate volume of
+#: the pod uses (kubernetes#140006, 1.37).
+SIGNER_VERB = "request-podcertificate-signer"
+CERTIFICATES_GROUP = "certificates.k8s.io"
 
 _NODE_USER_PREFIX = "system:node:"
 _NODES_GROUP = "system:nodes"
@@ -173,8 +179,9 @@ class NodeRestriction:
         feature_gates: upstream gate names → on/off; unset gates take
             :data:`FEATURE_GATE_DEFAULTS`, gates this plugin does not read are ignored.
         authorizer: the API server's authorizer chain, asked whether a node may request a
-            token for an audience no pod volume uses. Without one, such audiences are
-            refused (upstream requires one whenever the audience restriction is on).
+            token for an audience no pod volume uses, or a pod certificate from a signer no
+            pod volume names. Without one, such audiences and signers are refused (upstream
+            requires one whenever the audience restriction is on).
         csi_translator: finds the CSI driver of in-tree volumes
             (default :class:`InTreeCSITranslator`).
     """
@@ -517,6 +524,14 @@ class NodeRestriction:
     def _check_audience(
         self, request: AdmissionRequest, spec: Mapping[str, Any], pod: Mapping[str, Any]
     ) -> None:
+        """The requested audience must be used by the pod, or granted by the authorizer.
+
+        1.38 (kubernetes#140607): a volume lookup that fails (CSIDriver, PVC or PV missing)
+        no longer refuses before the authorizer is asked; an ALLOW admits the request even
+        then, and only a refusal reports the lookup errors (first, ahead of the
+        authorizer's answer). 1.37 (kubernetes#139046) dropped "not found in pod spec
+        volume" from the messages, which sent people adding token volumes to pods.
+        """
         audiences = _seq(spec.get("audiences"))
         if len(audiences) > 1:
             self._forbid(request, "node may only request 0 or 1 audiences")
@@ -526,10 +541,6 @@ class NodeRestriction:
         )
         if found:
             return
-        if errors:
-            self._forbid(
-                request, f"error validating audience {go_quote(audience)}: {aggregate(errors)}"
-            )
         attrs = Attributes(
             user=request.user,
             groups=tuple(request.groups),
@@ -541,27 +552,33 @@ class NodeRestriction:
             namespace=request.namespace,
             resource_request=True,
         )
-        failure = ""
-        if self._authorizer is not None:
-            try:
-                decision = self._authorizer(attrs)
-            except Exception as exc:  # an authorizer error refuses, with its text
-                failure = str(exc) or type(exc).__name__
-            else:
-                if decision.allowed:
-                    return
+        allowed, failure = self._authorize(attrs)
+        if allowed:
+            return
         q_aud = go_quote(audience)
+        if errors:
+            self._forbid(request, f"error validating audience {q_aud}: {aggregate(errors)}")
+        # The two texts below are reconstructed from kubernetes#139046's description (its
+        # diff was not available): the audience moved to the end, as %q.
         if failure:
             self._forbid(
                 request,
-                f"audience {q_aud} not found in pod spec volume, error authorizing "
-                f"{request.user} to request tokens for this audience: {failure}",
+                f"error authorizing {request.user} to request tokens for audience {q_aud}: "
+                f"{failure}",
             )
         self._forbid(
-            request,
-            f"audience {q_aud} not found in pod spec volume, {request.user} is not authorized "
-            "to request tokens for this audience",
+            request, f"{request.user} is not authorized to request tokens for audience {q_aud}"
         )
+
+    def _authorize(self, attrs: Attributes) -> tuple[bool, str]:
+        """(allowed, the authorizer's error text or ""); no authorizer allows nothing."""
+        if self._authorizer is None:
+            return False, ""
+        try:
+            decision = self._authorizer(attrs)
+        except Exception as exc:  # an authorizer error refuses, with its text
+            return False, str(exc) or type(exc).__name__
+        return bool(decision.allowed), ""
 
     # -- pod certificate requests --------------------------------------------------------
 
@@ -630,6 +647,49 @@ class NodeRestriction:
                 f"{go_quote(_s(spec.get('serviceAccountUID')))}, which differs from the running "
                 f"service account ({go_quote(sa_uid)})"
             )
+        self._check_signer(request, _s(spec.get("signerName")), pod, sa_name)
+
+    def _check_signer(
+        self, request: AdmissionRequest, signer: str, pod: Mapping[str, Any], sa_name: str
+    ) -> None:
+        """The signer must be one a ``podCertificate`` projected volume of the pod names, or
+        one the authorizer lets the node request (kubernetes#140006, 1.37).
+
+        Upstream's release note gives the check as ``verb=request-podcertificate-signer
+        resource=<signerName>``; the other attributes and both messages are reconstructed
+        (the PR's diff was not available), after the token-audience check it copies: the
+        request's API group and version, the pod's service account as the name (so RBAC
+        ``resourceNames`` scope a grant to service accounts), the request's namespace. RBAC
+        matches ``resources`` literally: ``*`` grants every signer, there is no
+        ``example.com/*`` domain wildcard as for CSR signers.
+        """
+        if signer in _pod_certificate_signers(pod):
+            return
+        attrs = Attributes(
+            user=request.user,
+            groups=tuple(request.groups),
+            verb=SIGNER_VERB,
+            api_group=CERTIFICATES_GROUP,
+            api_version=request.api_version,
+            resource=signer,
+            name=sa_name,
+            namespace=request.namespace,
+            resource_request=True,
+        )
+        allowed, failure = self._authorize(attrs)
+        if allowed:
+            return
+        q_signer = go_quote(signer)
+        if failure:
+            self._forbid(
+                request,
+                f"error authorizing {request.user} to request pod certificates from signer "
+                f"{q_signer}: {failure}",
+            )
+        self._forbid(
+            request,
+            f"{request.user} is not authorized to request pod certificates from signer {q_signer}",
+        )
 
     def _pcr_lookup(
         self, request: AdmissionRequest, resource: str, namespace: str, name: str, what: str
@@ -706,6 +766,17 @@ class NodeRestriction:
             self._forbid(request, f"unable to parse csr: {exc}")
         if common_name != f"{_NODE_USER_PREFIX}{node}":
             self._forbid(request, f"can only create a node CSR with CN={_NODE_USER_PREFIX}{node}")
+
+
+def _pod_certificate_signers(pod: Mapping[str, Any]) -> set[str]:
+    """``signerName`` of every ``podCertificate`` projected volume source of the pod."""
+    signers: set[str] = set()
+    for volume in _seq(_spec(pod).get("volumes")):
+        for source in _seq(_m(_m(volume).get("projected")).get("sources")):
+            cert = _m(source).get("podCertificate")
+            if isinstance(cert, Mapping):
+                signers.add(_s(cert.get("signerName")))
+    return signers
 
 
 def _csr_bytes(value: Any) -> bytes:

@@ -19,8 +19,16 @@ uses, the audiences NodeRestriction lets the node request a token for
   (``resources`` are audiences, ``resourceNames`` service accounts; ``*`` is any) to the
   node's user or groups — how KEP-4412 registry audiences are allowed.
 
-With the gate off, any audience is allowed (``"*"``). Names only: no object content, so no
-secret value, is ever part of the result.
+With the gate off, any audience is allowed (``"*"``).
+
+With ``PodCertificateRequest`` on (off by default), each service account also lists the
+signers the node may name in a PodCertificateRequest for its pods (NodeRestriction, 1.37,
+kubernetes#140006): the ``signerName`` of each ``podCertificate`` projected volume source of
+those pods, and signers RBAC grants the node with the ``request-podcertificate-signer``
+verb in API group ``certificates.k8s.io`` (``resources`` are signer names, ``resourceNames``
+service accounts; ``*`` is any).
+
+Names only: no object content, so no secret value, is ever part of the result.
 """
 
 from __future__ import annotations
@@ -36,10 +44,12 @@ from credprov.nodeauth.authorizer import NodeAuthorizer
 from credprov.nodeauth.identity import NODE_USER_PREFIX, NODES_GROUP
 from credprov.nodeauth.types import Attributes, ObjectGetter
 
-__all__ = ["AUDIENCE_VERB", "audit", "token_audiences"]
+__all__ = ["AUDIENCE_VERB", "SIGNER_VERB", "audit", "pod_certificate_signers", "token_audiences"]
 
 #: The verb RBAC grants to let nodes request tokens for an audience no pod volume names.
 AUDIENCE_VERB = "request-serviceaccounts-token-audience"
+#: The verb RBAC grants to let nodes request pod certificates from a signer no pod volume names.
+SIGNER_VERB = "request-podcertificate-signer"
 
 
 # Graph vertex type → (result key, resource for existence checks, namespaced).
@@ -77,15 +87,16 @@ def audit(
         store: the cluster's objects (an :class:`~credprov.nodeauth.store.ObjectStore`).
         node_name: the node.
         graph: the graph of ``store`` if already built (else it is built here).
-        feature_gates: upstream gate names → on/off (the authorizer's, and
-            ``ServiceAccountNodeAudienceRestriction``).
+        feature_gates: upstream gate names → on/off (the authorizer's,
+            ``ServiceAccountNodeAudienceRestriction`` and ``PodCertificateRequest``).
         groups: the node's groups, for RBAC audience grants.
 
     Returns:
         A JSON-ready dict: ``node``, ``nodeKnown`` (some object is bound to it),
         ``nodeExists`` (a Node object exists), ``pods``, one list per object type (each
         entry ``namespace`` (when namespaced), ``name``, ``exists`` and ``via``),
-        ``serviceAccounts`` (with ``get``, ``pods`` and ``tokenAudiences``) and
+        ``serviceAccounts`` (with ``get``, ``pods``, ``tokenAudiences`` and
+        ``podCertificateSigners``, empty with ``PodCertificateRequest`` off) and
         ``clusterWide`` (read requests the static rules allow for every object).
 
     (Over 80 lines on purpose: one walk of the node's graph edges, building every section of
@@ -136,6 +147,7 @@ def audit(
         result[key] = section
 
     audience_restriction = gates.get("ServiceAccountNodeAudienceRestriction", True)
+    pod_certificates = gates.get("PodCertificateRequest", False)
     accounts = []
     for vertex, via in by_kind.get(g.SERVICE_ACCOUNT, ()):
         pod_objects = [
@@ -145,7 +157,7 @@ def audit(
             audiences = token_audiences(store, vertex.namespace, vertex.name, pod_objects)
             audiences = _merge(
                 audiences,
-                _rbac_audiences(store, user, groups, vertex.namespace, vertex.name),
+                _rbac_grants(store, user, groups, vertex.namespace, vertex.name, AUDIENCE_VERB, ""),
             )
         else:
             audiences = {"*": ["ServiceAccountNodeAudienceRestriction is off: any audience"]}
@@ -159,6 +171,20 @@ def audit(
                 name=vertex.name,
             )
         )
+        signers: dict[str, list[str]] = {}
+        if pod_certificates:
+            signers = _merge(
+                pod_certificate_signers(vertex.namespace, vertex.name, pod_objects),
+                _rbac_grants(
+                    store,
+                    user,
+                    groups,
+                    vertex.namespace,
+                    vertex.name,
+                    SIGNER_VERB,
+                    "certificates.k8s.io",
+                ),
+            )
         accounts.append(
             {
                 "namespace": vertex.namespace,
@@ -169,6 +195,10 @@ def audit(
                 "tokenAudiences": [
                     {"audience": audience, "via": sorted(set(sources))}
                     for audience, sources in sorted(audiences.items())
+                ],
+                "podCertificateSigners": [
+                    {"signer": signer, "via": sorted(set(sources))}
+                    for signer, sources in sorted(signers.items())
                 ],
             }
         )
@@ -223,6 +253,32 @@ def token_audiences(
     return found
 
 
+def pod_certificate_signers(
+    namespace: str, service_account: str, pods: Iterable[Mapping[str, Any]]
+) -> dict[str, list[str]]:
+    """Signers the pods' ``podCertificate`` volumes let a node name for their service account.
+
+    Returns signer → where it comes from (``pod ns/name volume v: podCertificate``). Pods
+    running as another service account are skipped.
+    """
+    found: dict[str, list[str]] = {}
+    for pod in pods:
+        spec = _m(pod.get("spec"))
+        if _str(spec.get("serviceAccountName")) != service_account:
+            continue
+        where = f"pod {namespace}/{_str(_m(pod.get('metadata')).get('name'))}"
+        for volume in _list(spec.get("volumes")):
+            volume = _m(volume)
+            for source in _list(_m(volume.get("projected")).get("sources")):
+                cert = _m(source).get("podCertificate")
+                if cert is not None:
+                    signer = _str(_m(cert).get("signerName"))
+                    found.setdefault(signer, []).append(
+                        f"{where} volume {_str(volume.get('name'))}: podCertificate"
+                    )
+    return found
+
+
 def _volume_csi_driver(
     objects: ObjectGetter, namespace: str, pod_name: str, volume: Mapping[str, Any]
 ) -> str:
@@ -251,10 +307,18 @@ def _subject_matches(subject: Mapping[str, Any], user: str, groups: Sequence[str
     return False
 
 
-def _rbac_audiences(
-    store: _Lister, user: str, groups: Sequence[str], namespace: str, service_account: str
+def _rbac_grants(
+    store: _Lister,
+    user: str,
+    groups: Sequence[str],
+    namespace: str,
+    service_account: str,
+    verb: str,
+    api_group: str,
 ) -> dict[str, list[str]]:
-    """Audiences granted by RBAC's ``request-serviceaccounts-token-audience`` for one SA."""
+    """The ``resources`` RBAC grants ``verb`` on in ``api_group`` for one service account
+    (``resourceNames``): audiences for ``request-serviceaccounts-token-audience``, signers
+    for ``request-podcertificate-signer``."""
     cluster_roles = {_str(_m(r.get("metadata")).get("name")): r for r in store.list("clusterroles")}
     roles = {
         (_str(_m(r.get("metadata")).get("namespace")), _str(_m(r.get("metadata")).get("name"))): r
@@ -285,15 +349,15 @@ def _rbac_audiences(
             verbs = _list(rule.get("verbs"))
             api_groups = _list(rule.get("apiGroups"))
             names = _list(rule.get("resourceNames"))
-            if AUDIENCE_VERB not in verbs and "*" not in verbs:
+            if verb not in verbs and "*" not in verbs:
                 continue
-            if "" not in api_groups and "*" not in api_groups:
+            if api_group not in api_groups and "*" not in api_groups:
                 continue
             if names and service_account not in names:
                 continue
-            for audience in _list(rule.get("resources")):
-                if isinstance(audience, str):
-                    found.setdefault(audience, []).append(via)
+            for resource in _list(rule.get("resources")):
+                if isinstance(resource, str):
+                    found.setdefault(resource, []).append(via)
     return found
 
 

@@ -6,7 +6,9 @@ needs that second link for one rule in particular: KEP-4412 registry audiences n
 appear in pod specs, so NodeRestriction lets a node request such a token only when the
 node is allowed the ``request-serviceaccounts-token-audience`` verb on the audience
 (``resource``) and the service account (``resourceNames``), which admins grant with a
-ClusterRole bound to ``system:nodes`` or to one ``system:node:<name>``.
+ClusterRole bound to ``system:nodes`` or to one ``system:node:<name>``. NodeRestriction's
+PodCertificateRequest rule (1.37) asks the same way with ``request-podcertificate-signer``
+on a signer name (``resource``) in ``certificates.k8s.io``.
 
 Rules are matched as ``rbac/v1`` documents them: ``*`` wildcards for verbs, API groups and
 resources, ``resource/subresource`` and ``*/subresource``, ``resourceNames`` only

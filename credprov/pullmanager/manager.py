@@ -280,7 +280,9 @@ class ImagePullManager:
                 raise ValueError("track_preloaded needs the default file store (no accessor)")
             from credprov.pullmanager.preloaded import PreloadedImages
 
-            self._preloaded = PreloadedImages(self._fs)
+            self._preloaded = PreloadedImages(self._fs, self._flock)
+            # Once: observations written under upstream's #139156 directory move to credprov's.
+            self._preloaded.migrate()
         self._refresh_gauges()
         if runtime is not None:
             self.initialize()

@@ -166,7 +166,7 @@ def objects(tmp_path: Path) -> Path:
         ),
         (
             ["--objects", "{tmp}/noimages.yaml", "--pod", "team-a/empty"],
-            "pod team-a/empty has no container images: give IMAGE",
+            "pod team-a/empty has no images: give IMAGE",
         ),
     ],
 )
@@ -236,3 +236,55 @@ def test_images_default_to_every_container_of_the_pod(
 
     code, out, _ = run(capsys, *base, "quay.io/team-a/side:v2")
     assert [i["image"] for i in json.loads(out)["images"]] == ["quay.io/team-a/side:v2"]
+
+
+@pytest.mark.parametrize(
+    ("volumes", "expected"),
+    [
+        pytest.param(
+            [{"name": "data", "image": {"reference": "registry.example.com/team-a/data:v1"}}],
+            ["registry.example.com/team-a/data:v1", IMAGE],
+            id="an image volume, pulled first",
+        ),
+        pytest.param(
+            [
+                {"name": "a", "image": {"reference": IMAGE, "pullPolicy": "Always"}},
+                {"name": "b", "image": {"reference": "quay.io/team-a/model:v3"}},
+                {"name": "scratch", "emptyDir": {}},
+            ],
+            [IMAGE, "quay.io/team-a/model:v3"],
+            id="each image once, other volumes ignored",
+        ),
+        pytest.param(
+            [{"name": "bad", "image": {}}, {"name": "odd", "image": "not-a-mapping"}],
+            [IMAGE],
+            id="image volumes without a reference bring nothing",
+        ),
+    ],
+)
+def test_images_include_image_volumes(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    volumes: list[dict[str, Any]],
+    expected: list[str],
+) -> None:
+    """Image volumes (GA in 1.36) are pulled with the pod's credentials like container
+    images: get-credentials --pod resolves them too, through the same plugin and token."""
+    objects = write_objects(tmp_path / "objects.yaml", [*cluster(), pod("vols", volumes=volumes)])
+    plugins = PluginNode(tmp_path)
+    code, out, _ = run(
+        capsys,
+        "get-credentials",
+        "--config", str(plugins.config(token_attributes(required=(), optional=()))),
+        "--bin-dir", str(plugins.bin_dir),
+        "--objects", str(objects),
+        "--pod", "team-a/vols",
+        "-o", "json",
+    )  # fmt: skip
+    assert code == 0
+    doc: dict[str, Any] = json.loads(out)
+    assert [i["image"] for i in doc["images"]] == expected
+    for image in doc["images"]:
+        if image["image"].startswith("registry.example.com/"):
+            [provider] = image["providers"]
+            assert provider["serviceAccount"]["name"] == "builder"

@@ -373,6 +373,78 @@ def test_every_container_kind_in_kubelet_order(
     ]
 
 
+def _vol(name: str, reference: Any, policy: str | None = None) -> dict[str, Any]:
+    source: dict[str, Any] = {"reference": reference}
+    if policy is not None:
+        source["pullPolicy"] = policy
+    return {"name": name, "image": source}
+
+
+def test_image_volumes_are_pulled_first_with_the_pods_secrets(
+    node: Node, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Image volumes (``spec.volumes[].image``, GA in 1.36) go through EnsureImageExists
+    with the pod's credentials, before any container, their events on the pod itself."""
+    node.set_secrets(secret("regcred"))
+    obj = pod(
+        image=PUBLIC,
+        secrets=("regcred",),
+        volumes=[
+            {"name": "scratch", "emptyDir": {}},
+            _vol("data", f"{REGISTRY}/private/other:v1"),
+            _vol("model", IMAGE, "IfNotPresent"),
+        ],
+    )
+    report = node.ensure_json(capsys, obj)
+    assert report["code"] == 0
+    assert [
+        (c["type"], c["name"], c["fieldPath"], c["imagePullPolicy"], c["decision"])
+        for c in report["containers"]
+    ] == [
+        ("imageVolume", "data", "", "IfNotPresent", "pulled"),
+        ("imageVolume", "model", "", "IfNotPresent", "pulled"),
+        ("container", "app", "spec.containers{app}", "IfNotPresent", "pulled"),
+    ]
+    data, model, _ = report["containers"]
+    assert [a["credential"] for a in data["attempts"]] == ["secret:team-a/regcred"]
+    assert model["recorded"]["credentials"]["kubernetesSecrets"][0]["name"] == "regcred"
+    assert [e["object"] for e in report["events"]] == [
+        "",
+        "",
+        "",
+        "",
+        *["spec.containers{app}"] * 2,
+    ]
+    assert report["podEvents"] == []
+
+    # The record grants the pod's secret: another pod with it uses the volume's image as is;
+    # one without must pull, and is refused.
+    code, out, _ = node.ensure(
+        capsys, pod("pod-b", image=PUBLIC, secrets=("regcred",), volumes=[_vol("model", IMAGE)])
+    )
+    assert code == 0
+    assert f"image volume model: {IMAGE} (IfNotPresent): ready, already present" in out
+    code, out, _ = node.ensure(
+        capsys, pod("pod-c", image=PUBLIC, volumes=[_vol("model", IMAGE, "Never")])
+    )
+    assert code == 1
+    assert f"image volume model: {IMAGE} (Never): not ready, ErrImageNeverPull" in out.splitlines()
+
+
+def test_failing_image_volume_pull_gets_the_missing_secret_event(
+    node: Node, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = node.ensure_json(
+        capsys, pod(image=PUBLIC, secrets=("gone",), volumes=[_vol("model", IMAGE)])
+    )
+    assert report["code"] == 1
+    assert [(c["type"], c["error"]) for c in report["containers"]] == [
+        ("imageVolume", "ErrImagePull"),
+        ("container", None),
+    ]
+    assert [e["reason"] for e in report["podEvents"]] == ["FailedToRetrieveImagePullSecret"]
+
+
 def test_one_failing_container_means_exit_1(node: Node, capsys: pytest.CaptureFixture[str]) -> None:
     obj = pod(image=PUBLIC, initContainers=[{"name": "init", "image": IMAGE}])
     code, out, err = node.ensure(capsys, obj)
@@ -400,6 +472,9 @@ def test_pull_policy_defaults(image: str, explicit: str | None, want: str) -> No
     obj = pod(image=image, policy=explicit)
     [c] = parse_pod(obj).containers
     assert c.image_pull_policy == want
+    # An image volume's pullPolicy defaults the same way (SetDefaults_ImageVolumeSource).
+    volume = parse_pod(pod(image="x:1", volumes=[_vol("v", image, explicit)])).containers[0]
+    assert (volume.kind, volume.image_pull_policy) == ("imageVolume", want)
 
 
 def test_pod_defaults() -> None:
@@ -417,9 +492,50 @@ def test_pod_defaults() -> None:
     assert spec.service_account_name == "builder" and spec.image_pull_secrets == ("a",)
 
 
+def _with_volumes(*volumes: Any) -> dict[str, Any]:
+    return {
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "x"}], "volumes": list(volumes)},
+    }
+
+
 @pytest.mark.parametrize(
     ("obj", "message"),
     [
+        (
+            _with_volumes({"name": "v", "image": {}}),
+            "pod: spec.volumes[0].image.reference: Required value",
+        ),
+        (_with_volumes({"image": {"reference": "x"}}), "pod: spec.volumes[0].name: Required value"),
+        (
+            _with_volumes({"name": "v", "image": {"reference": "x", "pullPolicy": "Sometimes"}}),
+            'pod: spec.volumes[0].image.pullPolicy: Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never"',
+        ),
+        (
+            _with_volumes(
+                {"name": "v", "image": {"reference": "x"}},
+                {"name": "v", "image": {"reference": "y"}},
+            ),
+            'pod: spec.volumes[1].name: Duplicate value: "v"',
+        ),
+        (
+            _with_volumes({"name": "v", "image": "x"}),
+            "pod: spec.volumes[0].image: must be an object, not str",
+        ),
+        (
+            _with_volumes({"name": "v", "image": {"reference": 7}}),
+            "pod: spec.volumes[0].image.reference: must be a string, not int",
+        ),
+        (_with_volumes("v"), "pod: spec.volumes[0]: must be an object, not str"),
+        (
+            {
+                "kind": "Pod",
+                "metadata": {"name": "p"},
+                "spec": {"containers": [{"name": "c", "image": "x"}], "volumes": {}},
+            },
+            "pod: spec.volumes: must be a list, not dict",
+        ),
         ({"kind": "Secret"}, 'pod: holds kind "Secret", not a Pod'),
         ({"metadata": {"name": "p"}}, "pod: holds no kind, not a Pod"),
         (
@@ -508,17 +624,66 @@ def test_secrets_are_picked_by_name_in_the_pod_namespace() -> None:
     assert missing == ["gone"]
 
 
-def test_missing_secret_warns_and_goes_on(node: Node, capsys: pytest.CaptureFixture[str]) -> None:
+EVENT_GONE = (
+    "  Warning  FailedToRetrieveImagePullSecret  Unable to retrieve some image pull "
+    "secrets (gone); attempting to pull the image may not succeed."
+)
+WARNING_GONE = (
+    'credprov: warning: Unable to retrieve pull secret team-a/gone for team-a/{pod} due to secrets "gone" '
+    "not found.  The image pull may not succeed."
+)
+
+
+@pytest.mark.parametrize(
+    ("secrets", "image", "policy", "code", "event"),
+    [
+        # 1.37 (kubernetes#138432): the event follows a failed pull only.
+        pytest.param(("gone", "regcred"), IMAGE, None, 0, False, id="pull succeeds: no event"),
+        pytest.param(("gone",), IMAGE, None, 1, True, id="pull fails: event"),
+        pytest.param(
+            ("regcred",), f"{REGISTRY}/private/none:v1", None, 1, False, id="no missing secret"
+        ),
+        pytest.param(
+            ("gone",), IMAGE, "Never", 1, False, id="ErrImageNeverPull is no pull failure"
+        ),
+        pytest.param(("gone",), "Bad:Name", None, 1, False, id="invalid name is no pull failure"),
+    ],
+)
+def test_failed_to_retrieve_pull_secret_event(
+    node: Node,
+    capsys: pytest.CaptureFixture[str],
+    secrets: tuple[str, ...],
+    image: str,
+    policy: str | None,
+    code: int,
+    event: bool,
+) -> None:
     node.set_secrets(secret("regcred"))
-    code, out, _ = node.ensure(capsys, pod(secrets=("gone", "regcred")))
-    assert code == 0
-    assert out.splitlines()[1] == (
-        "  Warning  FailedToRetrieveImagePullSecret  Unable to retrieve some image pull "
-        "secrets (gone); attempting to pull the image may not succeed."
-    )
-    report = node.ensure_json(capsys, pod("pod-2", secrets=("gone",)))
-    assert report["missingSecrets"] == ["gone"]
-    assert report["events"][0]["object"] == ""
+    got, out, err = node.ensure(capsys, pod(secrets=secrets, image=image, policy=policy))
+    assert got == code
+    assert (EVENT_GONE in out.splitlines()) is event
+    # The kubelet's log line for each missing secret, whatever the pulls do.
+    warnings = [WARNING_GONE.format(pod="pod-a")] if "gone" in secrets else []
+    assert [ln for ln in err.splitlines() if ln.startswith("credprov: warning:")] == warnings
+
+    report = node.ensure_json(capsys, pod("pod-2", secrets=secrets, image=image, policy=policy))
+    assert report["missingSecrets"] == [s for s in secrets if s == "gone"]
+    reasons = [e["reason"] for e in report["events"]]
+    assert ("FailedToRetrieveImagePullSecret" in reasons) is event
+    assert len(report["podEvents"]) == int(event)
+    if event:
+        # Recorded on the pod itself, after the pulls.
+        assert report["events"][-1] == {**report["podEvents"][0], "object": ""}
+        assert reasons[-2:] == ["Failed", "FailedToRetrieveImagePullSecret"]
+
+
+def test_failed_to_retrieve_pull_secret_event_is_printed_after_the_pulls(
+    node: Node, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = node.ensure(capsys, pod(secrets=("gone",)))
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[-3:] == ["pod team-a/pod-a:", EVENT_GONE, "0/1 images ready"]
 
 
 def test_secret_without_namespace_is_recorded_under_the_pods(
@@ -720,6 +885,7 @@ def test_json_report_shape(node: Node, capsys: pytest.CaptureFixture[str]) -> No
         "missingSecrets",
         "containers",
         "events",
+        "podEvents",
         "code",
     }
     assert report["pod"] == {"namespace": "team-a", "name": "pod-a", "uid": "uid-pod-a"}

@@ -148,6 +148,52 @@ steps:
     assert out["steps"][1]["message"].endswith("already present on machine")
 
 
+IMAGE_VOLUMES = (
+    BASE
+    + """
+secrets: [{namespace: ns, name: s, auths: {r.example: {username: u, password: p}}}]
+steps:
+  - name: an image volume is pulled with the pod's pull secret
+    pod:
+      namespace: ns
+      name: a
+      imageVolume: {name: model, reference: "r.example/p/a:1"}
+      imagePullSecrets: [s]
+    expect: pulled
+  - name: the record grants the secret to a container of another pod
+    pod: {namespace: ns, name: b, image: "r.example/p/a:1", imagePullSecrets: [s]}
+    expect: present
+  - name: a pod without the secret may not use it as an image volume
+    pod:
+      namespace: other
+      name: c
+      imageVolume: {name: model, reference: "r.example/p/a:1", pullPolicy: Never}
+    expect: never-pull
+"""
+)
+
+
+def test_image_volume_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Image volumes (GA in 1.36) are pulled with the pod's credentials like container
+    images, so a pod step may name one: same decisions, same records."""
+    from credprov.cli.main import main as credprov_main
+
+    path = write(tmp_path, IMAGE_VOLUMES)
+    assert credprov_main(["simulate", str(path), "-o", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert decisions(out) == ["pulled", "present", "never-pull"]
+    assert [s.get("imageVolume") for s in out["steps"]] == ["model", None, "model"]
+    assert out["steps"][0]["imagePullPolicy"] == "IfNotPresent"  # defaulted like a container's
+    assert [a["credential"] for a in out["steps"][0]["attempts"]] == ["secret:ns/s"]
+    [record] = out["records"]
+    assert record["credentialMapping"]["r.example/p/a"]["kubernetesSecrets"][0]["name"] == "s"
+
+    assert credprov_main(["simulate", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "    pod ns/a image volume model: r.example/p/a:1 (IfNotPresent)" in text.splitlines()
+    assert "    pod ns/b image r.example/p/a:1 (IfNotPresent)" in text.splitlines()
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
@@ -175,6 +221,18 @@ steps:
          "steps[0].expect: only pod steps have an expected decision"),
         ("secrets: [{namespace: ns, name: s, auths: {r: {auth: '!!'}}}]\nsteps: [{restart: true}]",
          "secrets[0].auths: illegal base64"),
+        ("steps: [{pod: {namespace: ns, name: p}}]",
+         "steps[0].pod: needs exactly one of image, imageVolume"),
+        ("steps: [{pod: {namespace: ns, name: p, image: x, imageVolume: {name: v, reference: x}}}]",
+         "steps[0].pod: needs exactly one of image, imageVolume"),
+        ("steps: [{pod: {namespace: ns, name: p, imageVolume: {name: v}}}]",
+         "steps[0].pod.imageVolume: missing required field 'reference'"),
+        ("steps: [{pod: {namespace: ns, name: p, imageVolume: {name: v, reference: x, pullPolicy: Sometimes}}}]",
+         "steps[0].pod.imageVolume.pullPolicy: must be one of Always, IfNotPresent, Never"),
+        ("steps: [{pod: {namespace: ns, name: p, imageVolume: {name: v, reference: x}, imagePullPolicy: Never}}]",
+         "steps[0].pod.imagePullPolicy: use imageVolume.pullPolicy for an image volume"),
+        ("steps: [{pod: {namespace: ns, name: p, imageVolume: [v]}}]",
+         "steps[0].pod.imageVolume: must be a mapping, not list"),
         ("- a list", "scenario: must be a mapping, not list"),
         ("steps: [", "is not valid YAML"),
     ],

@@ -270,6 +270,82 @@ def test_kep2535_preflight_suggests_an_allowlist(node: Path, tmp_path: Path) -> 
     )
 
 
+@pytest.mark.parametrize(
+    ("volumes", "containers", "expected"),
+    [
+        pytest.param(
+            [{"name": "model", "image": {"reference": nodes.APP_IMAGE, "pullPolicy": "Never"}}],
+            [],
+            [("fail", "team-a/app/volume:model", "ErrImageNeverPull")],
+            id="image volume that would stop the pod",
+        ),
+        pytest.param(
+            [{"name": "model", "image": {"reference": "registry-a.example.com/team/gone:v1"}}],
+            [],
+            [],  # IfNotPresent by default and absent: an ordinary pull, nothing to say
+            id="absent image volume is pulled",
+        ),
+        pytest.param(
+            [
+                {
+                    "name": "model",
+                    "image": {
+                        "reference": "registry-a.example.com/team/gone:v1",
+                        "pullPolicy": "Never",
+                    },
+                }
+            ],
+            [],
+            [("warn", "team-a/app/volume:model", "is not on the node")],
+            id="absent image volume with Never",
+        ),
+        pytest.param(
+            [{"name": "scratch", "emptyDir": {}}],
+            [{"name": "debug", "image": nodes.APP_IMAGE, "imagePullPolicy": "Never"}],
+            [("fail", "team-a/app/debug", "ErrImageNeverPull")],
+            id="ephemeral container",
+        ),
+    ],
+)
+def test_kep2535_preflight_checks_image_volumes(
+    node: Path,
+    tmp_path: Path,
+    volumes: list[dict[str, object]],
+    containers: list[dict[str, object]],
+    expected: list[tuple[str, str, str]],
+) -> None:
+    """Image volumes (GA in 1.36) and ephemeral containers are pulled with the pod's
+    credentials like its containers: the preflight looks at them too. The pod's own
+    container is an IfNotPresent image here so that only the extra images can trip."""
+    FAULTS[-1][2](node)  # AlwaysVerify, no records: every present image must be verified
+    items = nodes.objects()
+    app = next(o for o in items if o["kind"] == "Pod")
+    app["spec"]["containers"] = [  # type: ignore[index]
+        {"name": "app", "image": "registry-a.example.com/team/other:v1"}
+    ]
+    app["spec"]["volumes"] = volumes  # type: ignore[index]
+    app["spec"]["ephemeralContainers"] = containers  # type: ignore[index]
+    objects = tmp_path / "objects.json"
+    objects.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    report = run_doctor(
+        DoctorOptions(
+            root=str(node),
+            objects=str(objects),
+            images_file=str(nodes.write_images(tmp_path / "images.json")),
+        )
+    )
+    findings = report.by_id("kep2535.preflight")
+    got = [(str(f.status), f.subject, f.message) for f in findings if str(f.status) != "pass"]
+    assert [(status, subject) for status, subject, _ in got] == [
+        (status, subject) for status, subject, _ in expected
+    ]
+    for (_, _, message), (_, _, needle) in zip(got, expected, strict=True):
+        assert needle in message
+    if not expected:
+        [passed] = findings
+        assert "2 image(s) of containers and image volumes" in passed.message
+
+
 def test_no_exec_skips_plugin_runs(node: Path, tmp_path: Path) -> None:
     report = doctor(node, tmp_path, no_exec=True)
     assert {str(c.status) for c in report.by_id("plugin.responds")} == {"skip"}

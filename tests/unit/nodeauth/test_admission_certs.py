@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import subprocess
 import sys
 from typing import Any
@@ -14,7 +15,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from credprov.nodeauth.admission import AdmissionError, AdmissionRequest, NodeRestriction
+from credprov.nodeauth.types import Attributes, Decision
 from tests.unit.nodeauth.admission_fixtures import (
+    NODE_GROUPS,
+    NODE_USER,
     BrokenObjects,
     Objects,
     forbidden,
@@ -157,11 +161,27 @@ SA = {
     "kind": "ServiceAccount",
     "metadata": {"name": "default", "namespace": "ns", "uid": "sa-uid"},
 }
+SIGNER = "example.com/signer"
+
+
+def cert_volume(*signers: str) -> dict[str, Any]:
+    """A projected volume with one ``podCertificate`` source per signer."""
+    return {
+        "name": "certs",
+        "projected": {
+            "sources": [
+                {"podCertificate": {"signerName": signer, "keyType": "ED25519"}}
+                for signer in signers
+            ]
+        },
+    }
+
+
 PCR_OBJECTS = Objects(
     [
         node(),
         SA,
-        pod("mypod", serviceAccountName="default"),
+        pod("mypod", serviceAccountName="default", volumes=[cert_volume(SIGNER)]),
         pod("otherpod", "othernode", serviceAccountName="default"),
         pod("mirrorpod", mirror=True, serviceAccountName="default"),
     ]
@@ -170,7 +190,7 @@ PCR_OBJECTS = Objects(
 
 def pcr(**overrides: str) -> dict[str, Any]:
     spec = {
-        "signerName": "example.com/signer",
+        "signerName": SIGNER,
         "podName": "mypod",
         "podUID": "pod-uid",
         "serviceAccountName": "default",
@@ -241,7 +261,9 @@ def plain(message: str) -> tuple[str, str]:
         ),
         pytest.param(
             pcr_request(pcr()),
-            Objects([SA, pod("mypod", serviceAccountName="default")]),
+            Objects(
+                [SA, pod("mypod", serviceAccountName="default", volumes=[cert_volume(SIGNER)])]
+            ),
             plain(
                 'while retrieving node "mynode" named in the PodCertificateRequest: node "mynode" '
                 "not found"
@@ -333,6 +355,177 @@ def test_pod_certificate_requests(
 ) -> None:
     plugin = NodeRestriction(objects, feature_gates={"PodCertificateRequest": True})
     assert outcome(plugin, req) == expected
+
+
+class SignerAuthorizer:
+    """Allows the given (signer, service account) pairs for the signer verb; records calls."""
+
+    def __init__(self, *allowed: tuple[str, str], error: Exception | None = None) -> None:
+        self.allowed = set(allowed)
+        self.error = error
+        self.calls: list[Attributes] = []
+
+    def __call__(self, attrs: Attributes) -> Decision:
+        self.calls.append(attrs)
+        if self.error is not None:
+            raise self.error
+        if attrs.verb == "request-podcertificate-signer" and (
+            (attrs.resource, attrs.name) in self.allowed
+        ):
+            return Decision.allow("RBAC: allowed")
+        return Decision.no_opinion()
+
+
+OTHER = "other.example.com/signer"
+
+
+def _signer_objects(*volumes: dict[str, Any]) -> Objects:
+    return Objects([node(), SA, pod("mypod", serviceAccountName="default", volumes=list(volumes))])
+
+
+def not_authorized_signer(signer: str) -> tuple[str, str]:
+    return forbidden(
+        f'{NODE_USER} is not authorized to request pod certificates from signer "{signer}"'
+    )
+
+
+@pytest.mark.parametrize(
+    ("signer", "objects", "authz", "expected"),
+    [
+        pytest.param(SIGNER, PCR_OBJECTS, None, None, id="signer of a podCertificate volume"),
+        pytest.param(
+            OTHER,
+            _signer_objects(cert_volume(SIGNER, OTHER)),
+            None,
+            None,
+            id="second source of a projected volume",
+        ),
+        pytest.param(
+            OTHER,
+            _signer_objects(
+                cert_volume(SIGNER),
+                {
+                    "name": "t",
+                    "projected": {"sources": [{"podCertificate": {"signerName": OTHER}}]},
+                },
+            ),
+            None,
+            None,
+            id="another volume",
+        ),
+        pytest.param(OTHER, PCR_OBJECTS, None, not_authorized_signer(OTHER), id="unused signer"),
+        pytest.param(
+            SIGNER,
+            _signer_objects(),
+            None,
+            not_authorized_signer(SIGNER),
+            id="pod without volumes",
+        ),
+        pytest.param(
+            SIGNER,
+            _signer_objects({"name": "s", "secret": {"secretName": SIGNER}}),
+            None,
+            not_authorized_signer(SIGNER),
+            id="the name elsewhere in the pod does not count",
+        ),
+        pytest.param(
+            OTHER,
+            PCR_OBJECTS,
+            SignerAuthorizer((OTHER, "default")),
+            None,
+            id="granted by the authorizer",
+        ),
+        pytest.param(
+            OTHER,
+            PCR_OBJECTS,
+            SignerAuthorizer((OTHER, "someone-else")),
+            not_authorized_signer(OTHER),
+            id="granted for another service account",
+        ),
+        pytest.param(
+            OTHER,
+            PCR_OBJECTS,
+            SignerAuthorizer((SIGNER, "default")),
+            not_authorized_signer(OTHER),
+            id="granted another signer",
+        ),
+        pytest.param(
+            OTHER,
+            PCR_OBJECTS,
+            SignerAuthorizer(error=RuntimeError("webhook down")),
+            forbidden(
+                f"error authorizing {NODE_USER} to request pod certificates from signer "
+                f'"{OTHER}": webhook down'
+            ),
+            id="authorizer error",
+        ),
+    ],
+)
+def test_pod_certificate_signer(
+    signer: str, objects: Objects, authz: SignerAuthorizer | None, expected: Any
+) -> None:
+    """1.37 (kubernetes#140006): a node may only name a signer the pod mounts a
+    podCertificate volume for, or one it is granted ``request-podcertificate-signer`` on."""
+    if authz is not None:
+        authz.calls.clear()
+    plugin = NodeRestriction(
+        objects, feature_gates={"PodCertificateRequest": True}, authorizer=authz
+    )
+    assert outcome(plugin, pcr_request(pcr(signerName=signer))) == expected
+
+
+def test_pod_certificate_signer_authorizer_attributes() -> None:
+    authz = SignerAuthorizer()
+    plugin = NodeRestriction(
+        PCR_OBJECTS, feature_gates={"PodCertificateRequest": True}, authorizer=authz
+    )
+    assert outcome(plugin, pcr_request(pcr())) is None
+    assert authz.calls == []  # a mounted signer needs no grant
+    req = dataclasses.replace(pcr_request(pcr(signerName=OTHER)), api_version="v1beta1")
+    outcome(plugin, req)
+    assert authz.calls == [
+        Attributes(
+            user=NODE_USER,
+            groups=NODE_GROUPS,
+            verb="request-podcertificate-signer",
+            api_group="certificates.k8s.io",
+            api_version="v1beta1",
+            resource=OTHER,
+            name="default",
+            namespace="ns",
+            resource_request=True,
+        )
+    ]
+
+
+def test_pod_certificate_signer_with_rbac() -> None:
+    """End to end with the RBAC authorizer: a ClusterRole naming the signer as a resource."""
+    from credprov.nodeauth.rbac import RBACAuthorizer
+
+    role = {
+        "kind": "ClusterRole",
+        "metadata": {"name": "signer"},
+        "rules": [
+            {
+                "verbs": ["request-podcertificate-signer"],
+                "apiGroups": ["certificates.k8s.io"],
+                "resources": [OTHER],
+            }
+        ],
+    }
+    binding = {
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "nodes-signer"},
+        "roleRef": {"kind": "ClusterRole", "name": "signer"},
+        "subjects": [{"kind": "Group", "name": "system:nodes"}],
+    }
+    rbac = RBACAuthorizer([role, binding])
+    plugin = NodeRestriction(
+        PCR_OBJECTS, feature_gates={"PodCertificateRequest": True}, authorizer=rbac.authorize
+    )
+    assert outcome(plugin, pcr_request(pcr(signerName=OTHER))) is None
+    third = "third.example.com/signer"
+    assert outcome(plugin, pcr_request(pcr(signerName=third))) == not_authorized_signer(third)
 
 
 def test_pod_certificate_requests_gate_off_by_default() -> None:

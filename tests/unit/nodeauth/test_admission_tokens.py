@@ -144,10 +144,7 @@ def create_token(body: dict[str, Any], sa: str = "mysa") -> AdmissionRequest:
 
 
 def not_found(audience: str) -> tuple[str, str]:
-    return forbidden(
-        f'audience "{audience}" not found in pod spec volume, {NODE_USER} is not authorized to '
-        "request tokens for this audience"
-    )
+    return forbidden(f'{NODE_USER} is not authorized to request tokens for audience "{audience}"')
 
 
 def validating(audience: str, error: str) -> tuple[str, str]:
@@ -395,8 +392,8 @@ def test_authorizer_fallback_allows_a_granted_audience() -> None:
             "mysa",
             "mypod",
             forbidden(
-                f'audience "{REGISTRY}" not found in pod spec volume, error authorizing '
-                f"{NODE_USER} to request tokens for this audience: evaluation error"
+                f'error authorizing {NODE_USER} to request tokens for audience "{REGISTRY}": '
+                "evaluation error"
             ),
             id="authorizer error",
         ),
@@ -417,12 +414,57 @@ def test_authorizer_fallback_refusals(
     assert outcome(plugin, req) == expected
 
 
-def test_lookup_errors_win_over_the_authorizer() -> None:
-    authz = RecordingAuthorizer((REGISTRY, "mysa"))
-    plugin = NodeRestriction(without("pvclaim"), authorizer=authz)
-    req = create_token(token_request("mypvcpod", audiences=[REGISTRY]))
-    assert outcome(plugin, req) == validating(REGISTRY, 'persistentvolumeclaim "pvclaim" not found')
-    assert authz.calls == []
+@pytest.mark.parametrize(
+    ("pod_name", "objects", "error"),
+    [
+        pytest.param(
+            "mycsipod",
+            without(DRIVER),
+            f'csidriver.storage.k8s.io "{DRIVER}" not found',
+            id="csidriver not found",
+        ),
+        pytest.param(
+            "mypvcpod",
+            without("pvclaim"),
+            'persistentvolumeclaim "pvclaim" not found',
+            id="pvc not found",
+        ),
+        pytest.param(
+            "mypvcpod", without("pvname"), 'persistentvolume "pvname" not found', id="pv not found"
+        ),
+        pytest.param(
+            "unboundpvcpod", ALL, 'persistentvolume "" not found', id="pvc bound to no pv"
+        ),
+    ],
+)
+@pytest.mark.parametrize(
+    ("authz", "granted"),
+    [
+        pytest.param(RecordingAuthorizer((REGISTRY, "mysa")), True, id="granted"),
+        pytest.param(RecordingAuthorizer(), False, id="not granted"),
+        pytest.param(RecordingAuthorizer(error=RuntimeError("boom")), False, id="authorizer error"),
+        pytest.param(None, False, id="no authorizer"),
+    ],
+)
+def test_lookup_errors_still_ask_the_authorizer(
+    pod_name: str,
+    objects: Objects,
+    error: str,
+    authz: RecordingAuthorizer | None,
+    granted: bool,
+) -> None:
+    """1.38 (kubernetes#140607): a failed volume lookup no longer skips the RBAC grant; when
+    the grant is refused, the lookup errors are what the node is told."""
+    if authz is not None:
+        authz.calls.clear()
+    plugin = NodeRestriction(objects, authorizer=authz)
+    req = create_token(token_request(pod_name, audiences=[REGISTRY]))
+    expected = None if granted else validating(REGISTRY, error)
+    assert outcome(plugin, req) == expected
+    if authz is not None:
+        assert [(a.verb, a.resource, a.name) for a in authz.calls] == [
+            ("request-serviceaccounts-token-audience", REGISTRY, "mysa")
+        ]
 
 
 def test_audience_in_a_pod_volume_skips_the_authorizer() -> None:
@@ -470,6 +512,6 @@ def test_apiserver_message() -> None:
     with pytest.raises(AdmissionError) as info:
         NodeRestriction(ALL).admit(create_token(token_request("mypod", audiences=["foo"])))
     assert str(info.value) == (
-        'serviceaccounts "mysa" is forbidden: audience "foo" not found in pod spec volume, '
-        f"{NODE_USER} is not authorized to request tokens for this audience"
+        f'serviceaccounts "mysa" is forbidden: {NODE_USER} is not authorized to request tokens '
+        'for audience "foo"'
     )

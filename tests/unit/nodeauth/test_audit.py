@@ -191,3 +191,95 @@ def test_unknown_node_reads_nothing_but_cluster_wide_rules() -> None:
         objects(), "ghost", feature_gates={"AuthorizeNodeWithSelectors": False}
     )
     assert "get,list,watch pods.core" in with_selectors_off["clusterWide"]
+
+
+def _signer_pod(name: str, sa: str, *signers: str) -> dict[str, Any]:
+    return pod(
+        name,
+        "n1",
+        sa=sa,
+        volumes=[
+            {
+                "name": "certs",
+                "projected": {
+                    "sources": [{"podCertificate": {"signerName": s}} for s in signers]
+                    + [{"serviceAccountToken": {"path": "t"}}]
+                },
+            }
+        ],
+    )
+
+
+def signers(report: dict[str, Any], name: str) -> dict[str, list[str]]:
+    [account] = [a for a in report["serviceAccounts"] if a["name"] == name]
+    return {s["signer"]: s["via"] for s in account["podCertificateSigners"]}
+
+
+SIGNER_GRANTS = [
+    {
+        "kind": "ClusterRole",
+        "metadata": {"name": "signers"},
+        "rules": [
+            {
+                "verbs": ["request-podcertificate-signer"],
+                "apiGroups": ["certificates.k8s.io"],
+                "resources": ["granted.example.com/s"],
+                "resourceNames": ["certs"],
+            },
+            {
+                # The token-audience verb in the core group grants no signer.
+                "verbs": ["request-serviceaccounts-token-audience"],
+                "apiGroups": [""],
+                "resources": ["audience-only"],
+            },
+            {
+                # The signer verb in another group grants nothing either.
+                "verbs": ["request-podcertificate-signer"],
+                "apiGroups": [""],
+                "resources": ["wrong-group.example.com/s"],
+            },
+        ],
+    },
+    {
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "nodes-signers"},
+        "roleRef": {"kind": "ClusterRole", "name": "signers"},
+        "subjects": [{"kind": "Group", "name": "system:nodes"}],
+    },
+]
+
+
+def test_pod_certificate_signers() -> None:
+    store = objects(
+        _signer_pod("web", "certs", "example.com/web", "example.com/shared"),
+        _signer_pod("job", "other", "example.com/job"),
+        *SIGNER_GRANTS,
+    )
+    report = audit(store, "n1", feature_gates={"PodCertificateRequest": True})
+    assert signers(report, "certs") == {
+        "example.com/shared": ["pod ns/web volume certs: podCertificate"],
+        "example.com/web": ["pod ns/web volume certs: podCertificate"],
+        "granted.example.com/s": [
+            'RBAC ClusterRoleBinding "nodes-signers" of ClusterRole "signers"'
+        ],
+    }
+    # Another service account's pod does not lend its signers, and the grant names "certs".
+    assert signers(report, "other") == {
+        "example.com/job": ["pod ns/job volume certs: podCertificate"]
+    }
+    assert "audience-only" in audiences(report, "certs")
+
+    from credprov.cli.nodeauth_cmd import audit_lines
+
+    lines = audit_lines(report)
+    assert "    pod certificate signers:" in lines
+    assert '      "example.com/web"  via pod ns/web volume certs: podCertificate' in lines
+
+
+def test_pod_certificate_signers_need_the_gate() -> None:
+    store = objects(_signer_pod("web", "certs", "example.com/web"), *SIGNER_GRANTS)
+    report = audit(store, "n1")
+    assert signers(report, "certs") == {}
+    from credprov.cli.nodeauth_cmd import audit_lines
+
+    assert "    pod certificate signers:" not in audit_lines(report)

@@ -140,8 +140,7 @@ REFUSALS = [
         "app",
         "unlisted.example.com",
         None,
-        'audience "unlisted.example.com" not found in pod spec volume, system:node:node-1 is '
-        "not authorized to request tokens for this audience",
+        'system:node:node-1 is not authorized to request tokens for audience "unlisted.example.com"',
         id="no-rbac-grant-for-the-audience",
     ),
     pytest.param(
@@ -149,8 +148,7 @@ REFUSALS = [
         "app",
         "scoped.example.com",
         None,
-        'audience "scoped.example.com" not found in pod spec volume, system:node:node-1 is '
-        "not authorized to request tokens for this audience",
+        'system:node:node-1 is not authorized to request tokens for audience "scoped.example.com"',
         id="rbac-grant-for-another-service-account",
     ),
     pytest.param("node-1", "web", "scoped.example.com", None, None, id="rbac-grant-by-name"),
@@ -160,7 +158,7 @@ REFUSALS = [
         "app",
         "vault.example.com",
         None,
-        'audience "vault.example.com" not found in pod spec volume',
+        'system:node:node-1 is not authorized to request tokens for audience "vault.example.com"',
         id="audience-in-another-pods-volume",
     ),
     pytest.param(
