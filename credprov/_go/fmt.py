@@ -7,10 +7,7 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _ESCAPES = {
     "\a": "\\a",
@@ -40,7 +37,7 @@ def go_quote(s: str | bytes, *, unicode: str | None = None) -> str:
     """
     if isinstance(s, bytes):
         s = s.decode("utf-8", "surrogateescape")
-    elif _SURROGATE.search(s) is not None:
+    elif not s.isascii() and _has_surrogates(s):
         # Escaped bytes next to each other may spell a valid UTF-8 sequence, which Go reads
         # as one rune: quote the bytes the text stands for.
         raw = b"".join(
@@ -100,6 +97,14 @@ def _printable(unicode: str | None) -> Callable[[int], bool]:
 
     _TABLES[unicode] = is_print
     return is_print
+
+
+def _has_surrogates(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def surrogate_bytes(ch: str) -> bytes:

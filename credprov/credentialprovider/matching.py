@@ -30,9 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from credprov._go import version as _go_version
 from credprov._go.fmt import go_quote
 from credprov._go.url import AddrError, GoURL, GoURLError, parse, split_host_port
-from credprov._go.version import GoRelease, current_go
+from credprov._go.version import GoRelease
 from credprov.errors import CredentialProviderError
 
 #: Go's ``url.Parse``, public for plugins that must parse image references as upstream does.
@@ -375,7 +376,8 @@ class _Parsed:
 
 
 def _parsed(s: str) -> _Parsed:
-    return _parsed_as(s, current_go())
+    # current_go() without the call: this runs twice per (key, image) pair of a lookup.
+    return _parsed_as(s, _go_version._current)
 
 
 @lru_cache(maxsize=65536)
