@@ -697,6 +697,21 @@ def test_bad_glob_as_the_kubelets_go_reads_it(
     assert message in err and err.count("\n") == 1, err
 
 
+def test_go_version_option(tmp_path: Path, cache: Path) -> None:
+    config = write(
+        tmp_path,
+        "static.yaml",
+        static_yaml([{"match": ["reg[0-9].io"], "username": "robot", "password": CANARY}]),
+    )
+    code, _, err = call(config, "reg7.io/app", cache)
+    assert code == EXIT_ERROR and '"reg[0-9].io" is not a registry pattern' in err, err
+    code, resp, _ = call(config, "reg7.io/app", cache, extra=("--go-version", "1.25.1"))
+    assert code == EXIT_OK and resp is not None and tried(resp, "reg7.io/app") == ["robot"]
+    code, _, err = call(config, "reg7.io/app", cache, extra=("--go-version", "1.25"))
+    assert code == EXIT_ERROR and "--go-version: Go version '1.25' is ambiguous" in err, err
+    assert err.count("\n") == 1
+
+
 @pytest.mark.parametrize(
     ("path", "message"),
     [("missing.yaml", "cannot read credentials file "), (".", "cannot read credentials file ")],
@@ -847,3 +862,18 @@ def test_subprocess_bad_config(tmp_path: Path) -> None:
     lines = proc.stderr.decode().splitlines()
     assert lines[0].startswith(f"{NAME}: {config}: credentials[0].password must be a string")
     assert CANARY.encode() not in proc.stderr
+
+
+def test_subprocess_go_version_from_the_environment(tmp_path: Path) -> None:
+    config = write(
+        tmp_path,
+        "static.yaml",
+        static_yaml([{"match": ["reg[0-9].io"], "username": "robot", "password": CANARY}]),
+    )
+    proc = spawn(tmp_path, "reg7.io/app", ["--config", str(config)])
+    assert proc.returncode == EXIT_ERROR and b"is not a registry pattern" in proc.stderr
+    proc = spawn(
+        tmp_path, "reg7.io/app", ["--config", str(config)], {"CREDPROV_GO_VERSION": "1.25.1"}
+    )
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert json.loads(proc.stdout)["auth"]["reg[0-9].io"]["username"] == "robot"
