@@ -13,7 +13,8 @@ and how, and the default with its reasons, are in :mod:`credprov._go.version`):
 * ``userinfo@`` is validated and dropped from the host (only its presence is kept).
 * The port must be digits or empty. It follows the **last** ``:`` of the host, except from
   Go 1.26 on (``urlstrictcolons``), where it follows the **first** one in an http(s) URL
-  (1.26.0 and 1.26.1: in every URL but ``postgres://``), so ``a:1:2`` is an error.
+  (1.26.0 and 1.26.1: in every URL but ``postgres://`` and ``postgresql://``), so
+  ``a:1:2`` is an error.
 * ``%XX`` escapes must be well formed; in the host only non-ASCII bytes (or ``%25``)
   may be escaped, and ASCII outside unreserved/sub-delims/``:[]<>"`` is rejected.
 * ASCII control characters anywhere are rejected.

