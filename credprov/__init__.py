@@ -45,6 +45,8 @@ _EXPORTS = {
     # images and matchImages
     "parse_image_name": "credprov.credentialprovider.images",
     "urls_match_str": "credprov.credentialprovider.matching",
+    # the Go release the kubelet was built with (url.Parse, %q)
+    "use_go": "credprov._go.version",
     # provider config and plugins
     "load_config": "credprov.credentialprovider.plugin.config",
     "register_credential_provider_plugins": "credprov.credentialprovider.plugin.registry",
@@ -76,6 +78,7 @@ __all__ = [
     "register_credential_provider_plugins",
     "resolve_credentials",
     "urls_match_str",
+    "use_go",
 ]
 
 
@@ -95,6 +98,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from credprov._go.version import use_go
     from credprov.credentialprovider.chain import (
         CredentialChain,
         CredentialSource,

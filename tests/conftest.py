@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +25,26 @@ def install_fake_plugin(bin_dir: Path, name: str) -> Path:
     target.write_text(f"#!{sys.executable} -IS\n{source}")
     target.chmod(0o755)
     return target
+
+
+@pytest.fixture(autouse=True)
+def _default_go_release() -> Iterator[None]:
+    """Every test starts and ends with the default Go release (``--go-version`` and
+    :func:`credprov._go.version.use_go` change it for the whole process)."""
+    from credprov._go.version import DEFAULT_GO_VERSION, use_go
+
+    use_go(DEFAULT_GO_VERSION)
+    yield
+    use_go(DEFAULT_GO_VERSION)
+
+
+@pytest.fixture
+def pre_cve_go() -> None:
+    """Follow Go 1.25.1, the last release before CVE-2025-47912's fix, whose ``url.Parse``
+    accepts ``[...]`` globs in a host: for tests of glob matching itself."""
+    from credprov._go.version import use_go
+
+    use_go("1.25.1")
 
 
 @pytest.fixture

@@ -6,21 +6,29 @@ The kubelet validates ``matchImages`` and matches registry keys by calling
 return and the exact text of their errors, so that ``credprov`` rejects and matches the
 same strings as the kubelet and reports the same messages.
 
-Mirrored behaviour (Go ``net/url`` as the kubelet reference describes it):
+Mirrored behaviour, per Go release (``parse(..., go_version=...)``; which releases differ
+and how, and the default with its reasons, are in :mod:`credprov._go.version`):
 
 * ``#fragment`` is cut first; ``?query`` is split off raw; the path is unescaped.
 * ``userinfo@`` is validated and dropped from the host (only its presence is kept).
-* A port after the **last** ``:`` of the host must be digits or empty. Go 1.26 checks
-  the first colon for http(s) URLs instead; the kubelet reference we follow says
-  "last", so we keep the older rule.
+* The port must be digits or empty. It follows the **last** ``:`` of the host, except from
+  Go 1.26 on (``urlstrictcolons``), where it follows the **first** one in an http(s) URL
+  (1.26.0 and 1.26.1: in every URL but ``postgres://`` and ``postgresql://``), so
+  ``a:1:2`` is an error.
 * ``%XX`` escapes must be well formed; in the host only non-ASCII bytes (or ``%25``)
   may be escaped, and ASCII outside unreserved/sub-delims/``:[]<>"`` is rejected.
 * ASCII control characters anywhere are rejected.
-* Brackets are special only at the start of the host (``[::1]:80``, RFC 6874 zones).
-  Go 1.24.8 / 1.25.2 (CVE-2025-47912) additionally require bracketed hosts to be
-  IPv6 addresses and reject brackets elsewhere, which also rejects ``[a-z]`` globs
-  in a host; ``parse(..., strict_ip_literals=True)`` reproduces that, including
-  ``net/netip.ParseAddr``'s error texts.
+* Brackets: up to Go 1.24.7 and 1.25.1 they are special only at the start of the host
+  (``[::1]:80``, RFC 6874 zones), so the glob ``*.[a-z]*.io`` parses. From Go 1.24.8 and
+  1.25.2 (CVE-2025-47912) the IP literal runs from the **last** ``[`` of the host,
+  whatever stands before it is dropped (``evil.com[::1]:5000`` has the host
+  ``[::1]:5000``), and it must be an IPv6 address by ``net/netip.ParseAddr`` (its error
+  texts included): IPv4 is ``invalid IP-literal``, and in 1.24.8-1.24.9 and 1.25.2-1.25.3
+  IPv4 and IPv4-mapped addresses are ``invalid IPv6 host``. From Go 1.26.1 a ``[``
+  anywhere but at the start of the host is ``invalid IP-literal``.
+* Error texts quote with ``%q``, whose idea of a printable character follows the release's
+  Unicode tables (:func:`credprov._go.fmt.go_quote`).
+* ``net.SplitHostPort`` is the same in every release.
 
 Go strings are byte strings. Parsing therefore runs on the UTF-8 bytes of the input,
 and the resulting fields are decoded with ``surrogateescape`` so that bytes which are
@@ -32,12 +40,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from credprov._go.fmt import go_quote
+from credprov._go.version import GoRelease, GoVersionError, resolve
 from credprov.errors import GoError
 
 __all__ = [
     "AddrError",
     "GoURL",
     "GoURLError",
+    "GoVersionError",
     "go_quote",
     "parse",
     "split_host_port",
@@ -47,8 +57,8 @@ __all__ = [
 class GoURLError(GoError, ValueError):
     """A ``*url.Error``: ``str()`` is Go's ``parse "<url>": <reason>``."""
 
-    def __init__(self, op: str, url: str, reason: str) -> None:
-        super().__init__(f"{op} {go_quote(url)}: {reason}")
+    def __init__(self, op: str, url: str, reason: str, *, unicode: str | None = None) -> None:
+        super().__init__(f"{op} {go_quote(url, unicode=unicode)}: {reason}")
         self.op = op
         self.url = url
         self.reason = reason
@@ -82,11 +92,21 @@ class GoURL:
 
 
 class _Err(Exception):
-    """An inner Go error before ``url.Parse`` wraps it into ``*url.Error``."""
+    """An inner Go error before ``url.Parse`` wraps it into ``*url.Error``.
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    ``template`` holds ``{}`` where each of ``quoted`` goes as ``%q``: quoting is left to
+    :meth:`reason`, which knows the Go release (its Unicode tables decide what ``%q`` escapes).
+    """
+
+    def __init__(self, template: str, *quoted: bytes) -> None:
+        super().__init__(template)
+        self.template = template
+        self.quoted = quoted
+
+    def reason(self, unicode: str) -> str:
+        if not self.quoted:
+            return self.template
+        return self.template.format(*(go_quote(q, unicode=unicode) for q in self.quoted))
 
 
 def _to_bytes(s: str) -> bytes:
@@ -132,19 +152,19 @@ def _unescape(s: bytes, mode: int) -> bytes:
         c = s[i]
         if c == 0x25:  # '%'
             if i + 2 >= n or s[i + 1] not in _HEX or s[i + 2] not in _HEX:
-                raise _Err("invalid URL escape " + go_quote(s[i : i + 3]))
+                raise _Err("invalid URL escape {}", s[i : i + 3])
             # RFC 3986 allows %-encoding in a host only for non-ASCII bytes, with
             # RFC 6874's %25 as the exception for IPv6 zone identifiers.
             if mode == _HOST and _unhex(s[i + 1]) < 8 and s[i : i + 3] != b"%25":
-                raise _Err("invalid URL escape " + go_quote(s[i : i + 3]))
+                raise _Err("invalid URL escape {}", s[i : i + 3])
             if mode == _ZONE:
                 v = _unhex(s[i + 1]) << 4 | _unhex(s[i + 2])
                 if s[i : i + 3] != b"%25" and v != 0x20 and v not in _HOST_OK:
-                    raise _Err("invalid URL escape " + go_quote(s[i : i + 3]))
+                    raise _Err("invalid URL escape {}", s[i : i + 3])
             i += 3
         else:
             if host_like and c < 0x80 and c not in _HOST_OK:
-                raise _Err("invalid character " + go_quote(s[i : i + 1]) + " in host name")
+                raise _Err("invalid character {} in host name", s[i : i + 1])
             i += 1
     if b"%" not in s:
         return s
@@ -165,14 +185,14 @@ def _unescape(s: bytes, mode: int) -> bytes:
 
 
 def _addr_error(inp: bytes, msg: str, at: bytes = b"") -> _Err:
-    text = f"ParseAddr({go_quote(inp)}): {msg}"
     if at:
-        text += f" (at {go_quote(at)})"
-    return _Err("invalid host: " + text)
+        return _Err(f"invalid host: ParseAddr({{}}): {msg} (at {{}})", inp, at)
+    return _Err(f"invalid host: ParseAddr({{}}): {msg}", inp)
 
 
-def _parse_ipv4_fields(inp: bytes, off: int, end: int) -> None:
+def _parse_ipv4_fields(inp: bytes, off: int, end: int) -> bytes:
     s = inp[off:end]
+    fields = bytearray(4)
     val = pos = dig_len = 0
     for i, c in enumerate(s):
         if 0x30 <= c <= 0x39:
@@ -187,15 +207,19 @@ def _parse_ipv4_fields(inp: bytes, off: int, end: int) -> None:
                 raise _addr_error(inp, "IPv4 field must have at least one digit", s[i:])
             if pos == 3:
                 raise _addr_error(inp, "IPv4 address too long")
+            fields[pos] = val
             pos += 1
             val = dig_len = 0
         else:
             raise _addr_error(inp, "unexpected character", s[i:])
     if pos < 3:
         raise _addr_error(inp, "IPv4 address too short")
+    fields[3] = val
+    return bytes(fields)
 
 
-def _parse_ipv6(inp: bytes) -> None:
+def _parse_ipv6(inp: bytes) -> bytes:
+    """``netip.parseIPv6``: the 16 bytes of the address (the zone is checked, not kept)."""
     s = inp
     zone = b""
     pct = s.find(b"%")
@@ -203,12 +227,13 @@ def _parse_ipv6(inp: bytes) -> None:
         s, zone = s[:pct], s[pct + 1 :]
         if not zone:
             raise _addr_error(inp, "zone must be a non-empty string")
+    ip = bytearray(16)
     ellipsis = -1
     if len(s) >= 2 and s[0] == 0x3A and s[1] == 0x3A:
         ellipsis = 0
         s = s[2:]
         if not s:
-            return
+            return bytes(ip)
     i = 0
     while i < 16:
         off = 0
@@ -240,10 +265,12 @@ def _parse_ipv6(inp: bytes) -> None:
                     s,
                 )
             end = len(inp) - (len(zone) + 1 if zone else 0)
-            _parse_ipv4_fields(inp, end - len(s), end)
+            ip[i : i + 4] = _parse_ipv4_fields(inp, end - len(s), end)
             s = b""
             i += 4
             break
+        ip[i] = acc >> 8
+        ip[i + 1] = acc & 0xFF
         i += 2
         s = s[off:]
         if not s:
@@ -265,19 +292,25 @@ def _parse_ipv6(inp: bytes) -> None:
     if i < 16:
         if ellipsis < 0:
             raise _addr_error(inp, "address string too short")
+        n = 16 - i
+        ip[ellipsis + n : 16] = ip[ellipsis:i]
+        ip[ellipsis : ellipsis + n] = bytes(n)
     elif ellipsis >= 0:
         raise _addr_error(inp, "the :: must expand to at least one field of zeros")
+    return bytes(ip)
 
 
-def _parse_addr_is4(s: bytes) -> bool:
-    """``netip.ParseAddr(s)``: raise on error, else report whether it is IPv4."""
+_V4_IN_V6_PREFIX = bytes(10) + b"\xff\xff"
+
+
+def _parse_addr(s: bytes) -> tuple[bool, bool]:
+    """``netip.ParseAddr(s)``: raise on error, else ``(Is4(), Is4In6())``."""
     for c in s:
         if c == 0x2E:
             _parse_ipv4_fields(s, 0, len(s))
-            return True
+            return True, False
         if c == 0x3A:
-            _parse_ipv6(s)
-            return False
+            return False, _parse_ipv6(s)[:12] == _V4_IN_V6_PREFIX
         if c == 0x25:
             raise _addr_error(s, "missing IPv6 address")
     raise _addr_error(s, "unable to parse IP")
@@ -293,14 +326,12 @@ def _valid_optional_port(port: bytes) -> bool:
 
 
 def _invalid_port(colon_port: bytes) -> _Err:
-    return _Err(f"invalid port {go_quote(colon_port)} after host")
+    return _Err("invalid port {} after host", colon_port)
 
 
-def _parse_ip_literal(host: bytes, open_idx: int) -> bytes:
-    # The hardened parser (Go 1.24.8 / 1.25.2, CVE-2025-47912): brackets must open
-    # the host and enclose an IPv6 address.
-    if open_idx > 0:
-        raise _Err("invalid IP-literal")
+def _parse_ip_literal(host: bytes, open_idx: int, release: GoRelease) -> bytes:
+    # Go 1.24.8 / 1.25.2 and later (CVE-2025-47912): the literal runs from the last '['
+    # (what stands before it is dropped) and must be an IPv6 address.
     close_idx = host.rfind(b"]")
     if close_idx < 0:
         raise _Err("missing ']' in host")
@@ -308,40 +339,58 @@ def _parse_ip_literal(host: bytes, open_idx: int) -> bytes:
     if not _valid_optional_port(colon_port):
         raise _invalid_port(colon_port)
     port = _unescape(colon_port, _HOST)
-    hostname = host[1:close_idx]
+    hostname = host[open_idx + 1 : close_idx]
     zone = hostname.find(b"%25")
     if zone >= 0:
         unescaped = _unescape(hostname[:zone], _HOST) + _unescape(hostname[zone:], _ZONE)
     else:
         unescaped = _unescape(hostname, _HOST)
-    if _parse_addr_is4(unescaped):
-        raise _Err("invalid IP-literal")
+    is4, is4in6 = _parse_addr(unescaped)
+    if release.ipv4_mapped:
+        if is4:
+            raise _Err("invalid IP-literal")
+    elif is4 or is4in6:
+        raise _Err("invalid IPv6 host")
     return b"[" + unescaped + b"]" + port
 
 
-def _parse_host(host: bytes, strict_ip_literals: bool) -> bytes:
-    if strict_ip_literals:
+def _strict_colons(release: GoRelease, scheme: str) -> bool:
+    mode = release.strict_colons
+    if mode == "http":
+        return scheme in ("http", "https")
+    if mode == "not-postgres":
+        return scheme not in ("postgres", "postgresql")
+    return False
+
+
+def _parse_host(host: bytes, scheme: str, release: GoRelease) -> bytes:
+    if release.brackets == "start":
+        if host.startswith(b"["):
+            close_idx = host.rfind(b"]")
+            if close_idx < 0:
+                raise _Err("missing ']' in host")
+            colon_port = host[close_idx + 1 :]
+            if not _valid_optional_port(colon_port):
+                raise _invalid_port(colon_port)
+            # RFC 6874: from "%25" on, the zone may escape more than a host may.
+            zone = host.find(b"%25", 0, close_idx)
+            if zone >= 0:
+                return (
+                    _unescape(host[:zone], _HOST)
+                    + _unescape(host[zone:close_idx], _ZONE)
+                    + _unescape(host[close_idx:], _HOST)
+                )
+            return _unescape(host, _HOST)
+    else:
         open_idx = host.rfind(b"[")
+        if open_idx > 0 and release.brackets == "strict":
+            raise _Err("invalid IP-literal")
         if open_idx >= 0:
-            return _parse_ip_literal(host, open_idx)
-    elif host.startswith(b"["):
-        close_idx = host.rfind(b"]")
-        if close_idx < 0:
-            raise _Err("missing ']' in host")
-        colon_port = host[close_idx + 1 :]
-        if not _valid_optional_port(colon_port):
-            raise _invalid_port(colon_port)
-        # RFC 6874: from "%25" on, the zone may escape more than a host may.
-        zone = host.find(b"%25", 0, close_idx)
-        if zone >= 0:
-            return (
-                _unescape(host[:zone], _HOST)
-                + _unescape(host[zone:close_idx], _ZONE)
-                + _unescape(host[close_idx:], _HOST)
-            )
-        return _unescape(host, _HOST)
-    colon = host.rfind(b":")
+            return _parse_ip_literal(host, open_idx, release)
+    colon = host.find(b":")
     if colon != -1:
+        if not _strict_colons(release, scheme):
+            colon = host.rfind(b":")
         colon_port = host[colon:]
         if not _valid_optional_port(colon_port):
             raise _invalid_port(colon_port)
@@ -353,9 +402,9 @@ _USERINFO_OK = frozenset(
 )
 
 
-def _parse_authority(authority: bytes, strict_ip_literals: bool) -> tuple[bool, bytes]:
+def _parse_authority(authority: bytes, scheme: str, release: GoRelease) -> tuple[bool, bytes]:
     at = authority.rfind(b"@")
-    host = _parse_host(authority[at + 1 :] if at >= 0 else authority, strict_ip_literals)
+    host = _parse_host(authority[at + 1 :] if at >= 0 else authority, scheme, release)
     if at < 0:
         return False, host
     userinfo = authority[:at]
@@ -385,7 +434,7 @@ def _get_scheme(raw: bytes) -> tuple[bytes, bytes]:
     return b"", raw
 
 
-def _parse(raw: bytes, strict_ip_literals: bool) -> GoURL:
+def _parse(raw: bytes, release: GoRelease) -> GoURL:
     if any(c < 0x20 or c == 0x7F for c in raw):
         raise _Err("net/url: invalid control character in URL")
     if raw == b"*":
@@ -415,7 +464,7 @@ def _parse(raw: bytes, strict_ip_literals: bool) -> GoURL:
     if (scheme or not rest.startswith(b"///")) and rest.startswith(b"//"):
         authority, slash, tail = rest[2:].partition(b"/")
         rest = slash + tail
-        has_user, host = _parse_authority(authority, strict_ip_literals)
+        has_user, host = _parse_authority(authority, scheme, release)
     path = _unescape(rest, _PATH)
     return GoURL(
         scheme=scheme,
@@ -427,30 +476,35 @@ def _parse(raw: bytes, strict_ip_literals: bool) -> GoURL:
     )
 
 
-def parse(rawurl: str, *, strict_ip_literals: bool = False) -> GoURL:
-    """Go's ``url.Parse(rawurl)``.
+def parse(rawurl: str, *, go_version: str | GoRelease | None = None) -> GoURL:
+    """Go's ``url.Parse(rawurl)`` as the Go release ``go_version`` runs it.
 
-    By default brackets are special only at the start of the host, as the kubelet
-    reference describes, so ``*.[a-z]*.io`` parses. ``strict_ip_literals=True``
-    applies the later Go check that rejects any bracket not enclosing an IPv6 address
-    at the start of the host (``invalid IP-literal``, ``invalid host: ParseAddr(...)``).
+    ``go_version`` is a version (``"1.25.5"``, see :func:`credprov._go.version.go_release`)
+    or a :class:`~credprov._go.version.GoRelease`; None follows the process's choice
+    (:func:`credprov._go.version.use_go`, :data:`~credprov._go.version.DEFAULT_GO_VERSION`
+    unless changed). The releases differ on brackets and colons in the host and on which
+    characters ``%q`` prints as they are (see :mod:`credprov._go.version`).
 
     Raises:
         GoURLError: with the exact ``*url.Error`` text, e.g.
             ``parse "https://%invalid%": invalid URL escape "%in"``.
+        GoVersionError: ``go_version`` is not a version credprov reproduces.
     """
+    release = resolve(go_version)
     u, _, frag = rawurl.partition("#")
     try:
-        url = _parse(_to_bytes(u), strict_ip_literals)
+        url = _parse(_to_bytes(u), release)
     except _Err as err:
-        raise GoURLError("parse", u, err.reason) from None
+        uv = release.unicode
+        raise GoURLError("parse", u, err.reason(uv), unicode=uv) from None
     if not frag:
         return url
     try:
         fragment = _unescape(_to_bytes(frag), _FRAGMENT)
     except _Err as err:
         # Go reports fragment errors against the whole input, fragment included.
-        raise GoURLError("parse", rawurl, err.reason) from None
+        uv = release.unicode
+        raise GoURLError("parse", rawurl, err.reason(uv), unicode=uv) from None
     return GoURL(
         scheme=url.scheme,
         opaque=url.opaque,

@@ -35,7 +35,7 @@ def add_parser(sub: Any) -> None:
     validate.add_argument(
         "path", metavar="PATH", help="config file or directory; '-' reads one from stdin"
     )
-    add_common(validate, output=True, feature_gates=True)
+    add_common(validate, output=True, feature_gates=True, go_version=True)
     validate.set_defaults(run=run_validate)
 
 
@@ -59,6 +59,8 @@ def run_validate(args: argparse.Namespace) -> int:
         if args.output == "json":
             print_json({"valid": False, "error": str(exc)})
         print(f"credprov: error: {one_line(str(exc))}", file=sys.stderr)
+        if exc.hint:
+            print(f"credprov: hint: {one_line(exc.hint)}", file=sys.stderr)
         return 1
     from credprov.credentialprovider.lint import lint_config
 

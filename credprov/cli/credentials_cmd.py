@@ -80,7 +80,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--metrics-out", metavar="FILE", help="write the Prometheus text exposition here"
     )
-    add_common(p, output=True, feature_gates=True)
+    add_common(p, output=True, feature_gates=True, go_version=True)
     p.set_defaults(run=run)
 
 

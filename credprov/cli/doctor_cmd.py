@@ -54,7 +54,7 @@ def add_parser(sub: Any) -> None:
         metavar="DURATION",
         help="deadline of each plugin run (the kubelet's: 1m)",
     )
-    add_common(p, output=True)
+    add_common(p, output=True, go_version=True)
     p.set_defaults(run=run)
 
 

@@ -159,7 +159,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--metrics-out", metavar="FILE", help="write the kubelet_image_manager_* metrics here"
     )
-    add_common(p, output=True, feature_gates=True)
+    add_common(p, output=True, feature_gates=True, go_version=True)
     p.set_defaults(run=run)
 
 

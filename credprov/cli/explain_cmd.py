@@ -24,7 +24,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("image", metavar="IMAGE")
     p.add_argument("--config", required=True, metavar="PATH", help="provider config file or dir")
-    add_common(p, output=True, feature_gates=True)
+    add_common(p, output=True, feature_gates=True, go_version=True)
     p.set_defaults(run=run)
 
 

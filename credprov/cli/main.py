@@ -24,6 +24,29 @@ class CLIError(CredprovError):
     """A user-facing error: printed as one line, exit status 1."""
 
 
+#: The environment variable with the default of ``--go-version`` (every command follows it).
+GO_VERSION_ENV = "CREDPROV_GO_VERSION"
+
+
+def _use_go_version(args: argparse.Namespace) -> str | None:
+    """Follow ``--go-version``, else ``$CREDPROV_GO_VERSION``; the error text when the value
+    is not a Go release credprov reproduces."""
+    value = getattr(args, "go_version", None)
+    source = "--go-version"
+    if value is None:
+        value = os.environ.get(GO_VERSION_ENV) or None
+        source = GO_VERSION_ENV
+    if value is None:
+        return None
+    from credprov._go.version import GoVersionError, use_go
+
+    try:
+        use_go(value)
+    except GoVersionError as exc:
+        return f"{source}: {exc}"
+    return None
+
+
 def _terminal_columns() -> int:
     """The width ``shutil.get_terminal_size`` reports: ``$COLUMNS``, else the terminal's, else
     80."""
@@ -89,12 +112,27 @@ def _add_verbosity(parser: argparse.ArgumentParser, default: object) -> None:
 
 
 def add_common(
-    parser: argparse.ArgumentParser, *, output: bool = False, feature_gates: bool = False
+    parser: argparse.ArgumentParser,
+    *,
+    output: bool = False,
+    feature_gates: bool = False,
+    go_version: bool = False,
 ) -> None:
     """The options subcommands share, defined once: ``-v N`` always (accepted after the
     subcommand's name too: ``credprov explain X -v 2``), ``-o text|json`` with ``output``,
-    and the kubelet's ``--feature-gates`` with ``feature_gates`` (read them back with
-    :func:`feature_gates`)."""
+    the kubelet's ``--feature-gates`` with ``feature_gates`` (read them back with
+    :func:`feature_gates`) and ``--go-version`` with ``go_version`` (for commands that parse
+    ``matchImages`` or image names; :func:`main` applies it)."""
+    if go_version:
+        parser.add_argument(
+            "--go-version",
+            default=None,
+            metavar="VERSION",
+            help="the Go release the kubelet was built with, e.g. 1.25.5 (`go version -m "
+            "<kubelet binary>` prints it): what url.Parse accepts in matchImages, and the "
+            f"text of its errors, differ between releases (default: ${GO_VERSION_ENV}, "
+            "else 1.25.5: current Kubernetes 1.34 and 1.35 releases)",
+        )
     if feature_gates:
         parser.add_argument(
             "--feature-gates",
@@ -288,6 +326,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     _setup_logging_lazily(args.verbosity)
+    bad_go_version = _use_go_version(args)
+    if bad_go_version is not None:  # a usage error
+        print(f"credprov: error: {one_line(bad_go_version)}", file=sys.stderr)
+        return 2
     try:
         code: int = args.run(args)
         return code

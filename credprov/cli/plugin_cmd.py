@@ -53,7 +53,7 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="print passwords and the plugin's raw stdout instead of <redacted>",
     )
-    add_common(ex, output=True, feature_gates=True)
+    add_common(ex, output=True, feature_gates=True, go_version=True)
     ex.set_defaults(run=run_exec)
 
     from credprov.cli import plugin_test_cmd

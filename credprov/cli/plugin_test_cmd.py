@@ -101,7 +101,7 @@ def add_test_parser(plugin_subparsers: Any) -> argparse.ArgumentParser:
         help="a service-account annotation sent with the token; repeatable",
     )
     p.set_defaults(run=run)
-    add_common(p, output=True)
+    add_common(p, output=True, go_version=True)
     return p
 
 

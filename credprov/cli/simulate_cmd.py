@@ -48,7 +48,7 @@ def add_parser(sub: Any) -> None:
         help="kubelet root for the records (default: a new temporary directory, removed "
         "afterwards); the path used is printed",
     )
-    add_common(p, output=True)
+    add_common(p, output=True, go_version=True)
     p.set_defaults(run=run)
 
 

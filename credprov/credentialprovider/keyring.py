@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from credprov._go import json as gojson
+from credprov._go.version import GoRelease, current_go
 from credprov.base.hashing import sha256
 from credprov.credentialprovider.images import is_default_registry_match
 from credprov.credentialprovider.matching import (
@@ -165,9 +166,14 @@ def _entry_fields(entry: Any) -> tuple[str, str, str]:
     return username, password, email
 
 
-@functools.lru_cache(maxsize=4096)
 def normalize_key(location: str) -> str | None:
-    """The index key ``BasicDockerKeyring.Add`` stores ``location`` under, or None to skip."""
+    """The index key ``BasicDockerKeyring.Add`` stores ``location`` under, or None to skip,
+    as the Go release the process follows parses it (:mod:`credprov._go.version`)."""
+    return _normalize_key(location, current_go())
+
+
+@functools.lru_cache(maxsize=4096)
+def _normalize_key(location: str, release: GoRelease) -> str | None:
     from credprov._go.url import GoURLError
     from credprov._go.url import parse as go_url_parse
 
@@ -175,7 +181,7 @@ def normalize_key(location: str) -> str | None:
     if not (value.startswith("https://") or value.startswith("http://")):
         value = "https://" + value
     try:
-        parsed = go_url_parse(value)
+        parsed = go_url_parse(value, go_version=release)
     except GoURLError:
         return None
     path = parsed.path

@@ -3,14 +3,41 @@
 The kubelet validates ``matchImages`` only by parsing each entry as a URL, so several
 mistakes pass validation and then silently never match. credprov reports them (``config
 validate`` prints them as warnings, exit status unchanged), one line each, naming the
-provider and the entry. Pure: no I/O.
+provider and the entry. An entry that the kubelet's Go release (the one credprov follows,
+:mod:`credprov._go.version`) accepts but that kubelets built with other Go releases refuse,
+or read as another host, is reported too, naming those releases. Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from credprov._go.url import GoURLError, parse
+from credprov._go.url import GoURL, GoURLError, parse
+from credprov._go.version import FAMILIES, GoURLFamily, current_go, describe, go_release
 from credprov.api import internal
 from credprov.credentialprovider.matching import parse_schemeless_url
+
+
+def _other_go_warnings(where: str, pattern: str, url: GoURL) -> list[str]:
+    """What kubelets built with other Go releases make of a pattern this one accepts: one
+    warning per different outcome, naming the Go releases (families) it comes from."""
+    current = current_go().family
+    outcomes: dict[str, list[GoURLFamily]] = {}
+    for family in FAMILIES:
+        if family == current:
+            continue
+        try:
+            host = parse("https://" + pattern, go_version=go_release(family.name)).host
+        except GoURLError as exc:
+            outcome = f"refuse it ({exc.reason})"
+        else:
+            if host == url.host:
+                continue
+            outcome = f"read its host as {host!r}, not {url.host!r}"
+        outcomes.setdefault(outcome, []).append(family)
+    fix = "avoid '[...]' in the host" if "[" in url.host else "keep one ':', before the port"
+    return [
+        f"{where}: kubelets built with {describe(families)} {outcome}; {fix}"
+        for outcome, families in outcomes.items()
+    ]
 
 
 def _match_image_warnings(provider: str, pattern: str) -> list[str]:
@@ -37,14 +64,7 @@ def _match_image_warnings(provider: str, pattern: str) -> list[str]:
         warnings.append(f"{where}: '#' starts a URL fragment, so this matches as {before!r}")
     if url.has_user:
         warnings.append(f"{where}: the 'user@' part is ignored when matching")
-    if "[" in url.host:
-        try:
-            parse("https://" + pattern, strict_ip_literals=True)
-        except GoURLError as exc:
-            warnings.append(
-                f"{where}: kubelets built with Go 1.24.8, 1.25.2 or later reject this "
-                f"host ({exc.reason}); avoid '[...]' in the host"
-            )
+    warnings.extend(_other_go_warnings(where, pattern, url))
     if any(ch in url.path for ch in "*?["):
         warnings.append(
             f"{where}: the path part is matched as a literal prefix, not a glob, so "
@@ -56,6 +76,36 @@ def _match_image_warnings(provider: str, pattern: str) -> list[str]:
             f"{where}: upper-case letters in the host never match a normalised image name"
         )
     return warnings
+
+
+def go_version_hint(config: internal.CredentialProviderConfig) -> str:
+    """For a config that fails validation: the first ``matchImages`` entry that the Go
+    release credprov follows refuses but kubelets built with other Go releases accept, and
+    which releases those are; ``""`` when there is none."""
+    current = current_go()
+    for provider in config.providers:
+        for pattern in provider.match_images:
+            try:
+                parse("https://" + pattern, go_version=current)
+                continue
+            except GoURLError:
+                pass
+            accepting = []
+            for family in FAMILIES:
+                if family == current.family:
+                    continue
+                try:
+                    parse("https://" + pattern, go_version=go_release(family.name))
+                except GoURLError:
+                    continue
+                accepting.append(family)
+            if accepting:
+                return (
+                    f"matchImages entry {pattern!r} is valid for kubelets built with "
+                    f"{describe(accepting)}; credprov follows Go {current}, give the "
+                    "kubelet's with --go-version"
+                )
+    return ""
 
 
 def lint_config(config: internal.CredentialProviderConfig) -> list[str]:

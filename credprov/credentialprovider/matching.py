@@ -16,6 +16,9 @@ strings are cached and glob labels are compiled once to regular expressions that
 are equivalent to ``filepath.Match``. ``filepath_match`` is the literal port of the
 Go algorithm, kept as the reference the compiled form is tested against.
 
+Strings are parsed as the Go release the process follows (:func:`credprov._go.version.use_go`)
+parses them: brackets and colons in a host depend on it.
+
 Non-ASCII labels are matched per code point where Go matches per byte or rune; the
 two agree on valid UTF-8, which is all an image name can hold.
 """
@@ -27,8 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from credprov._go import version as _go_version
 from credprov._go.fmt import go_quote
 from credprov._go.url import AddrError, GoURL, GoURLError, parse, split_host_port
+from credprov._go.version import GoRelease
 from credprov.errors import CredentialProviderError
 
 #: Go's ``url.Parse``, public for plugins that must parse image references as upstream does.
@@ -67,13 +72,15 @@ class MatchExplanation:
     reason: str
 
 
-def parse_schemeless_url(s: str) -> GoURL:
-    """``ParseSchemelessURL``: Go ``url.Parse("https://" + s)``, scheme cleared.
+def parse_schemeless_url(s: str, *, go_version: str | GoRelease | None = None) -> GoURL:
+    """``ParseSchemelessURL``: Go ``url.Parse("https://" + s)``, scheme cleared, as the Go
+    release ``go_version`` parses it (None: the one the process follows; see
+    :mod:`credprov._go.version`).
 
     Raises:
         GoURLError: e.g. ``parse "https://%invalid%": invalid URL escape "%in"``.
     """
-    return replace(parse("https://" + s), scheme="")
+    return replace(parse("https://" + s, go_version=go_version), scheme="")
 
 
 def split_url(u: GoURL) -> tuple[list[str], str]:
@@ -368,10 +375,15 @@ class _Parsed:
     labels: tuple[_Label, ...]
 
 
-@lru_cache(maxsize=65536)
 def _parsed(s: str) -> _Parsed:
+    # current_go() without the call: this runs twice per (key, image) pair of a lookup.
+    return _parsed_as(s, _go_version._current)
+
+
+@lru_cache(maxsize=65536)
+def _parsed_as(s: str, release: GoRelease) -> _Parsed:
     try:
-        url = parse_schemeless_url(s)
+        url = parse_schemeless_url(s, go_version=release)
     except GoURLError as err:
         return _Parsed(None, err, (), "", "", True, ())
     parts, port = split_url(url)

@@ -22,6 +22,8 @@ Configuration (environment):
 * ``CREDPROV_PULL_SECRET``: optional Secret file(s) (YAML/JSON, ``:``-separated), tried first.
 * ``CREDPROV_NODE_DOCKER_CONFIG``: optional docker ``config.json`` whose ``auths`` come next.
 * ``CREDPROV_PLUGIN_TIMEOUT``: optional plugin timeout (Go duration; default ``1m``).
+* ``CREDPROV_GO_VERSION``: optional Go release the kubelet was built with (e.g. ``1.26.6``;
+  default ``1.25.5``): what ``url.Parse`` accepts in ``matchImages`` depends on it.
 
 Errors are one line on stderr (and, when stdout is not a terminal, on stdout too, because
 docker and containers/image only show a failed helper's stdout), never a traceback and
@@ -47,6 +49,7 @@ ENV_BIN_DIR = "CREDPROV_PROVIDER_BIN_DIR"
 ENV_PULL_SECRET = "CREDPROV_PULL_SECRET"
 ENV_NODE_DOCKER_CONFIG = "CREDPROV_NODE_DOCKER_CONFIG"
 ENV_PLUGIN_TIMEOUT = "CREDPROV_PLUGIN_TIMEOUT"
+ENV_GO_VERSION = "CREDPROV_GO_VERSION"
 #: Set for the plugins this helper runs. A plugin that runs Docker credential helpers
 #: (``docker-credential-helper-provider``) could otherwise run this helper again, forever.
 ENV_ACTIVE = "CREDPROV_DOCKER_HELPER_ACTIVE"
@@ -76,6 +79,7 @@ environment:
   {ENV_PULL_SECRET}         optional Secret file(s), ':'-separated, tried first
   {ENV_NODE_DOCKER_CONFIG}  optional docker config.json, tried before the plugins
   {ENV_PLUGIN_TIMEOUT}      plugin timeout (default 1m)
+  {ENV_GO_VERSION}          Go release the kubelet was built with (default 1.25.5)
 """
 
 
@@ -118,6 +122,17 @@ def _short(text: str) -> str:
     return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "..."
 
 
+def _follow_go(environ: Mapping[str, str]) -> None:
+    """Parse URLs as the kubelet's Go release does (``$CREDPROV_GO_VERSION``)."""
+    if environ.get(ENV_GO_VERSION):
+        from credprov import CredprovError, use_go
+
+        try:
+            use_go(environ[ENV_GO_VERSION])
+        except CredprovError as exc:
+            raise HelperError(f"invalid {ENV_GO_VERSION}: {exc}") from None
+
+
 def _providers(environ: Mapping[str, str]) -> Any:
     """The registered providers of the configured kubelet config, or None for none."""
     from credprov.credentialprovider.plugin.config import ConfigError
@@ -158,6 +173,7 @@ def lookup(server_url: str, environ: Mapping[str, str]) -> tuple[str, str] | Non
     from credprov.credentialprovider.keyring import KeyringError, make_pull_secret_keyring
 
     host, path = normalize_server_url(server_url)
+    _follow_go(environ)
     from credprov.credentialprovider.objects import (
         ObjectsError,
         load_docker_config_keyring,

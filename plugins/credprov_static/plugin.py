@@ -44,6 +44,13 @@ _DOCKER_HUB_KEY = "index.docker.io"
 
 def provide(request: Request, ctx: Context) -> Response:
     """Answer ``request`` from the credentials file named by ``--config``."""
+    if ctx.options.get("go-version"):
+        from credprov import CredprovError, use_go
+
+        try:
+            use_go(ctx.options["go-version"])
+        except CredprovError as exc:
+            raise ProviderError(f"--go-version: {exc}") from None
     cfg = load(config_path(ctx.options.get("config")))
     ctx.log(3, f"loaded {len(cfg.credentials)} credential(s) from {cfg.path} ({cfg.format})")
     try:

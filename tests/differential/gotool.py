@@ -158,8 +158,9 @@ def build(name: str, go_version: str | None = None) -> Path:
 class Oracle:
     """A running Go oracle: :meth:`ask` sends requests and returns the answers in order."""
 
-    def __init__(self, binary: Path) -> None:
+    def __init__(self, binary: Path, env: dict[str, str] | None = None) -> None:
         self.binary = binary
+        self.env = None if env is None else {**os.environ, **env}
 
     def ask(self, requests: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         lines = []
@@ -173,7 +174,7 @@ class Oracle:
             lines.append(json.dumps(req))
         proc = subprocess.run(
             [str(self.binary)], input="\n".join(lines) + "\n", capture_output=True, text=True,
-            check=False, timeout=600,
+            check=False, timeout=600, env=self.env,
         )  # fmt: skip
         if proc.returncode != 0:
             raise AssertionError(f"oracle {self.binary.name} failed: {proc.stderr[-2000:]}")
@@ -182,9 +183,10 @@ class Oracle:
         return answers
 
 
-def oracle(name: str, go_version: str | None = None) -> Oracle:
-    """Build (or reuse) and return the oracle ``tests/differential/go/<name>/``."""
-    return Oracle(build(name, go_version))
+def oracle(name: str, go_version: str | None = None, env: dict[str, str] | None = None) -> Oracle:
+    """Build (or reuse) and return the oracle ``tests/differential/go/<name>/``; ``env`` is
+    added to its environment (e.g. a ``GODEBUG`` setting)."""
+    return Oracle(build(name, go_version), env)
 
 
 def chunks(items: list[Any], size: int) -> Iterator[list[Any]]:

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from credprov._go.durations import MINUTE
+from credprov._go.version import use_go
 from credprov.api import internal
 from credprov.credentialprovider.lint import lint_config
 from credprov.credentialprovider.matching import urls_match_str
@@ -33,7 +34,7 @@ def config(*patterns: str, default: int = 10 * MINUTE) -> internal.CredentialPro
         ("registry-1?.io", "'?' starts a URL query", "registry-12.io/x"),
         ("registry.io#frag", "'#' starts a URL fragment", None),
         ("user@registry.io", "'user@' part is ignored", None),
-        ("reg.[a-z]*.io", "Go 1.24.8", None),
+        ("[::ffff:1.2.3.4]:5000", "Go 1.24.8 to 1.24.9, 1.25.2 to 1.25.3 refuse it", None),
         ("Registry.io", "upper-case", "registry.io/x"),
     ],
     ids=["empty", "scheme", "query", "fragment", "userinfo", "bracket-host", "uppercase"],
@@ -78,3 +79,55 @@ def test_nameless_provider_warns() -> None:
         "provider #1 has no name: the kubelet accepts the config but fails at start-up, "
         "because the plugin path is the bin dir itself"
     ]
+
+
+W = "provider 'p' matchImages entry "
+GO_FAMILY_WARNINGS = [
+    pytest.param(
+        "1.25.1",
+        "reg.[a-z]*.io",
+        [
+            W + "'reg.[a-z]*.io': kubelets built with Go 1.24.8 and later 1.24, 1.25.2 to 1.26.0 "
+            "refuse it (invalid port \"*.io\" after host); avoid '[...]' in the host",
+            W + "'reg.[a-z]*.io': kubelets built with Go 1.26.1 and later refuse it (invalid "
+            "IP-literal); avoid '[...]' in the host",
+        ],
+        id="glob-class-pre-cve",
+    ),
+    pytest.param(
+        "1.25.5",
+        "evil.com[::1]:5000",
+        [
+            W + "'evil.com[::1]:5000': kubelets built with Go 1.21 to 1.24.7, 1.25.0 to 1.25.1 "
+            "read its host as 'evil.com[::1]:5000', not '[::1]:5000'; avoid '[...]' in the host",
+            W + "'evil.com[::1]:5000': kubelets built with Go 1.26.1 and later refuse it "
+            "(invalid IP-literal); avoid '[...]' in the host",
+        ],
+        id="prefix-dropped",
+    ),
+    pytest.param(
+        "1.26.6",
+        "[::ffff:1.2.3.4]",
+        [
+            W + "'[::ffff:1.2.3.4]': kubelets built with Go 1.24.8 to 1.24.9, 1.25.2 to 1.25.3 "
+            "refuse it (invalid IPv6 host); avoid '[...]' in the host"
+        ],
+        id="ipv4-mapped",
+    ),
+    pytest.param(
+        "1.25.5",
+        "a:1:2",
+        [
+            W + "'a:1:2': kubelets built with Go 1.26.0 and later refuse it (invalid port "
+            "\":1:2\" after host); keep one ':', before the port"
+        ],
+        id="strict-colons",
+    ),
+    pytest.param("1.26.6", "[::1]:5000", [], id="ipv6-everywhere"),
+]
+
+
+@pytest.mark.parametrize(("release", "pattern", "warnings"), GO_FAMILY_WARNINGS)
+def test_other_go_releases(release: str, pattern: str, warnings: list[str]) -> None:
+    use_go(release)
+    assert lint_config(config(pattern)) == warnings

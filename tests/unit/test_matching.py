@@ -1,4 +1,9 @@
-"""keyring.go ``URLsMatch`` / ``filepath.Match`` parity for ``credprov.credentialprovider.matching``."""
+"""keyring.go ``URLsMatch`` / ``filepath.Match`` parity for ``credprov.credentialprovider.matching``.
+
+The tables follow Go 1.25.1 (``pre_cve_go``), whose ``url.Parse`` still accepts ``[...]`` globs
+in a host, so that they test the glob matching itself; what later Go releases make of such
+patterns is tested at the end.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from credprov._go.url import GoURL, GoURLError
+from credprov._go.version import use_go
 from credprov.credentialprovider.matching import (
     MatchExplanation,
     MatchPatternError,
@@ -19,6 +25,8 @@ from credprov.credentialprovider.matching import (
     urls_match,
     urls_match_str,
 )
+
+pytestmark = pytest.mark.usefixtures("pre_cve_go")
 
 # keyring_test.go TestURLsMatch.
 UPSTREAM_URLS_MATCH = [
@@ -355,3 +363,33 @@ def test_compiled_labels_agree_with_reference() -> None:
             want = _outcome(filepath_match, pattern, name)
             got = _outcome(lambda p, n: _label(p).match(n), pattern, name)
             assert got == want, (pattern, name)
+
+
+GO_RELEASES = [
+    # (release, glob, target, matches)
+    ("1.25.1", "*.[a-z]*.io", "a.b.io/x", True),
+    ("1.25.5", "*.[a-z]*.io", "a.b.io/x", False),  # invalid port "*.io" after host
+    ("1.26.6", "*.[a-z]*.io", "a.b.io/x", False),  # invalid IP-literal
+    ("1.25.1", "evil.com[::1]:5000", "[::1]:5000/x", False),
+    ("1.25.5", "evil.com[::1]:5000", "[::1]:5000/x", True),  # the host is "[::1]:5000"
+    ("1.26.6", "evil.com[::1]:5000", "[::1]:5000/x", False),
+    ("1.25.1", "a:1:2", "a:1:2/x", True),
+    ("1.26.6", "a:1:2", "a:1:2/x", False),  # invalid port ":1:2" after host
+]
+
+
+@pytest.mark.parametrize(("release", "glob", "target", "want"), GO_RELEASES)
+def test_matching_follows_the_go_release(release: str, glob: str, target: str, want: bool) -> None:
+    use_go(release)
+    assert urls_match_str(glob, target) is want
+    assert explain_match(glob, target).matched is want
+
+
+def test_parse_caches_are_per_release() -> None:
+    use_go("1.25.1")
+    assert urls_match_str("reg.[a-z].io", "reg.a.io")
+    use_go("1.26.6")
+    assert not urls_match_str("reg.[a-z].io", "reg.a.io")
+    assert "invalid IP-literal" in explain_match("reg.[a-z].io", "reg.a.io").reason
+    use_go("1.25.1")
+    assert urls_match_str("reg.[a-z].io", "reg.a.io")

@@ -220,7 +220,10 @@ def validate_config(
 
     message = aggregate(errors)
     if message is not None:
-        raise ConfigError(f"failed to validate credential provider config: {message}")
+        from credprov.credentialprovider.lint import go_version_hint
+
+        error = ConfigError(f"failed to validate credential provider config: {message}")
+        raise error.with_hint(go_version_hint(config))
 
 
 def load_config(

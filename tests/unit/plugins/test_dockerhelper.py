@@ -445,6 +445,7 @@ def test_helper_without_plugins(node: Node, tmp_path: Path) -> None:
         ({docker_helper.ENV_PULL_SECRET: "/nonexistent/s.yaml"}, "registry.io", "pull secret"),
         ({docker_helper.ENV_NODE_DOCKER_CONFIG: "/nonexistent/c"}, "registry.io", "node docker"),
         ({docker_helper.ENV_PLUGIN_TIMEOUT: "soon"}, "registry.io", "CREDPROV_PLUGIN_TIMEOUT"),
+        ({docker_helper.ENV_GO_VERSION: "1.25"}, "registry.io", "invalid CREDPROV_GO_VERSION"),
         ({docker_helper.ENV_ACTIVE: "1"}, "registry.io", "refusing to run"),
         ({}, "", "no server URL on stdin"),
         ({}, "bad host!", "invalid server URL"),
@@ -548,3 +549,17 @@ def test_loop_is_refused_quickly(node: Node, tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert b"refusing to run inside a credential provider plugin" in proc.stderr
     assert proc.stderr.count(b"\n") == 1 and b"Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("go_version", "answered"), [("1.25.1", True), ("1.25.5", False), (None, False)]
+)
+def test_helper_follows_the_kubelets_go(node: Node, go_version: str | None, answered: bool) -> None:
+    # "[a-z]" in a host parses only for kubelets built with Go before 1.24.8 / 1.25.2.
+    node.configure(match_images=["reg.[a-z].io"])
+    env = {docker_helper.ENV_GO_VERSION: go_version} if go_version else {}
+    code, _, err, answer = node.helper("get", stdin="reg.a.io", **env)
+    if answered:
+        assert code == 0 and answer is not None and answer["Username"] == "kubelet-user"
+    else:
+        assert code == 1 and 'invalid port ".io" after host' in err, err
