@@ -20,6 +20,7 @@ Go type and returns plain data that is known to be well-typed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -75,7 +76,7 @@ def parse_json(data: bytes | str) -> Any:
         return out
 
     try:
-        return gojson.loads(data, object_pairs_hook=hook)
+        return gojson.loads(data, object_pairs_hook=hook, parse_float=gojson.GoFloat.parse)
     except ValueError as exc:
         raise DecodeError(str(exc)) from None
 
@@ -277,9 +278,10 @@ def _omitted(original: str) -> str:
 
 @dataclass(frozen=True)
 class Scalar:
-    """A Go ``string`` or ``bool`` (``go_name`` names a defined type such as ``v1.Foo``)."""
+    """A Go ``string``, ``bool``, integer or non-empty interface (``go_name`` names the Go
+    type: a defined type such as ``v1.Foo``, ``int32``/``int64``, or ``runtime.Object``)."""
 
-    kind: str  # "string" or "bool"
+    kind: str  # "string", "bool", "int" (go_name int32/int64) or "object" (null only)
     go_name: str = ""
 
     @property
@@ -363,8 +365,8 @@ class _Decoder:
 
     # errors ---------------------------------------------------------------------------------
 
-    def _type_error(self, value: Any, go_type: str) -> str:
-        what = _json_kind(value)
+    def _type_error(self, value: Any, go_type: str, what: str | None = None) -> str:
+        what = what or _json_kind(value)
         if self.struct_name is not None or self.field_stack:
             where = f"Go struct field {self.struct_name or ''}.{'.'.join(self.field_stack)}"
         else:
@@ -406,6 +408,20 @@ class _Decoder:
             return self.value(spec.elem, value, path, current)
         if isinstance(spec, Scalar):
             if value is None:
+                return _KEEP
+            if spec.kind == "int":
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    self._save(value, spec.go_type)
+                    return _KEEP
+                literal = json_number_text(value)
+                bits = 32 if spec.go_name.endswith("32") else 64
+                if _INTEGER.fullmatch(literal) and -(1 << bits - 1) <= int(literal) < 1 << bits - 1:
+                    return int(literal)
+                if self.saved is None:  # encoding/json names the number by its literal
+                    self.saved = self._type_error(value, spec.go_type, f"number {literal}")
+                return _KEEP
+            if spec.kind == "object":  # a non-empty interface: only null decodes into it
+                self._save(value, spec.go_type)
                 return _KEEP
             ok = isinstance(value, bool) if spec.kind == "bool" else isinstance(value, str)
             if not ok:
@@ -464,8 +480,37 @@ class _Decoder:
         return out_struct
 
 
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def json_number_text(value: float) -> str:
+    """The JSON text of a number as encoding/json then reads it: the literal a JSON document
+    held (:class:`credprov._go.json.GoFloat`), or how json.Marshal writes a YAML value."""
+    literal = getattr(value, "literal", None)
+    if literal is not None:
+        return str(literal)
+    if isinstance(value, int):
+        return str(value)
+    if value != value or value in (float("inf"), float("-inf")):
+        return repr(value)  # not JSON; YAMLToJSON refuses these before decoding
+    magnitude = abs(value)
+    if magnitude != 0 and (magnitude < 1e-6 or magnitude >= 1e21):
+        text = repr(value)  # shortest digits, exponent form like Go's 'e' with -1
+        mantissa, _, exponent = text.partition("e")
+        sign = "-" if exponent.startswith("-") else "+"
+        return f"{mantissa}e{sign}{int(exponent.lstrip('+-')):d}"
+    from decimal import Decimal  # only here: a number that failed an integer field
+
+    text = format(Decimal(repr(value)), "f")
+    return text[:-2] if text.endswith(".0") else text
+
+
 def _zero(spec: Spec) -> Any:
     if isinstance(spec, Scalar):
+        if spec.kind == "int":
+            return 0
+        if spec.kind == "object":
+            return None
         return False if spec.kind == "bool" else ""
     if isinstance(spec, Struct):
         return {}

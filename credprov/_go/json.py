@@ -45,6 +45,19 @@ if TYPE_CHECKING:
 MAX_DEPTH = 10000
 
 
+class GoFloat(float):
+    """A JSON number with a fraction or exponent that keeps its literal text, which
+    encoding/json's errors quote (``cannot unmarshal number 1.50 into ... int32``)."""
+
+    literal: str
+
+    @classmethod
+    def parse(cls, text: str) -> GoFloat:
+        number = cls(text)
+        number.literal = text
+        return number
+
+
 class JSONSyntaxError(ValueError):
     """encoding/json's ``*SyntaxError``: ``str()`` is Go's text; ``offset`` is Go's offset."""
 
@@ -255,11 +268,13 @@ _TOKEN = re.compile(r'[ \t\r\n]*(?:([\[{\]}:,])|(")|([^ \t\r\n\[{\]}:,"]+))')
 
 
 def _parse_iteratively(
-    text: str, object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None
+    text: str,
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None,
+    parse_float: Callable[[str], Any] | None = None,
 ) -> Any:
     """Parse ``text``, already known to be valid JSON, without recursion (any depth)."""
     scanstring = json.decoder.scanstring  # type: ignore[attr-defined]
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_float=parse_float)
     # Each frame: [is_object, items, pending_key]
     stack: list[list[Any]] = []
     root: Any = None
@@ -303,6 +318,7 @@ def loads(
     data: str | bytes,
     *,
     object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+    parse_float: Callable[[str], Any] | None = None,
 ) -> Any:
     """``json.Unmarshal`` into ``interface{}``, as Go reads the text (see the module notes).
 
@@ -313,7 +329,10 @@ def loads(
     fixed = fix_surrogate_escapes(text)
     try:
         return json.loads(
-            fixed, object_pairs_hook=object_pairs_hook, parse_constant=_reject_constant
+            fixed,
+            object_pairs_hook=object_pairs_hook,
+            parse_constant=_reject_constant,
+            parse_float=parse_float,
         )
     except (ValueError, RecursionError):
         pass
@@ -321,7 +340,9 @@ def loads(
     error = syntax_error(raw)
     if error is not None:
         raise error
-    return _parse_iteratively(fixed, object_pairs_hook)  # valid, but deeper than Python reads
+    return _parse_iteratively(
+        fixed, object_pairs_hook, parse_float
+    )  # valid, but deeper than Python reads
 
 
 def _space(ch: str) -> bool:

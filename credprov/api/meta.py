@@ -17,14 +17,12 @@ Fields follow ``apimachinery/pkg/apis/meta/v1/types.go`` as of Kubernetes 1.34 (
 index here holds only older blobs of that file; DeleteOptions' newest field,
 ``ignoreStoreReadErrorWithClusterBreakingPotential``, was checked against its OpenAPI schema).
 
-Two Go kinds have no counterpart in :mod:`credprov._go.decode`'s specs: integers and values
-decoded by a custom unmarshaler that takes anything (``runtime.RawExtension``). :func:`prepare`
-bridges both by rewriting the values Go accepts to JSON null before strict decoding (null is
-accepted by every field and changes no strict or duplicate-field error). What stays
-approximate until the decoder has integer and interface kinds: a JSON ``true``/``false`` in an
-integer field or in ``InternalEvent.Object`` is accepted (Go: ``cannot unmarshal bool``), and
-a non-integral or out-of-range number is reported without its literal (Go:
-``cannot unmarshal number 1.5 into ...``).
+Integers and ``InternalEvent.Object`` are :mod:`credprov._go.decode`'s ``int`` and ``object``
+scalar kinds: an integer field takes an integral JSON number in range and names any other by
+its literal (``cannot unmarshal number 1.5 into ... of type int32``), and a ``runtime.Object``
+takes only null. ``runtime.RawExtension`` keeps any JSON value unchecked, so :func:`prepare`
+sets those values to null before strict decoding (null is accepted by every field and
+changes no strict or duplicate-field error).
 """
 
 from __future__ import annotations
@@ -50,13 +48,11 @@ class _NamedSlice(Slice):
         return self.name
 
 
-# Integers and a RawExtension are modelled by specs whose accepted values prepare() turns
-# into null first: what reaches decode_typed is then only what Go rejects.
-INT32 = Scalar("bool", "int32")
-INT64 = Scalar("bool", "int64")
-_INT_RANGES = {INT32: 1 << 31, INT64: 1 << 63}
+# A RawExtension is modelled by a spec whose values prepare() turns into null first.
+INT32 = Scalar("int", "int32")
+INT64 = Scalar("int", "int64")
 RAW_EXTENSION = Ptr(Scalar("string", "runtime.RawExtension"))
-_RUNTIME_OBJECT = Scalar("bool", "runtime.Object")  # null only; other JSON kinds fail
+_RUNTIME_OBJECT = Scalar("object", "runtime.Object")  # null only; other JSON kinds fail
 
 _TYPE_META: dict[str, Spec] = {"kind": STRING, "apiVersion": STRING}
 _UID = Scalar("string", "types.UID")
@@ -218,7 +214,7 @@ INTERNAL_EVENT = _v1(
 
 
 def prepare(spec: Struct, doc: Document) -> Document:
-    """``doc`` with every value Go accepts for an integer or RawExtension field set to null.
+    """``doc`` with every value of a RawExtension field set to null.
 
     Only the meta types above need this; the document itself is left unchanged.
     """
@@ -231,10 +227,6 @@ def _neutralise(spec: Spec, value: Any) -> Any:
         return None
     if spec == RAW_EXTENSION:
         return None  # RawExtension.UnmarshalJSON keeps any JSON value, unchecked
-    limit = _INT_RANGES.get(spec) if isinstance(spec, Scalar) else None
-    if limit is not None:
-        fits = type(value) is int and -limit <= value < limit
-        return None if fits else value
     if isinstance(spec, Ptr):
         return _neutralise(spec.elem, value)
     if isinstance(spec, Slice) and isinstance(value, list):

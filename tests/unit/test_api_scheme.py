@@ -409,9 +409,8 @@ def test_decode_config_scheme_errors(data: str, message: str) -> None:
     assert str(info.value) == message
 
 
-# Go's texts that credprov cannot reproduce yet: credprov._go.decode has no integer or
-# interface kinds (see credprov.api.meta), and parsed numbers lose their literal text.
-_NOT_YET = [
+# Go's texts for integer and runtime.Object fields: the number named by its literal.
+_INT_AND_INTERFACE = [
     pytest.param(
         _doc("v1", "Status", "code: 1.5\n"),
         "json: cannot unmarshal number 1.5 into Go struct field Status.code of type int32",
@@ -428,12 +427,31 @@ _NOT_YET = [
         "of type runtime.Object",
         id="interface-field-bool",
     ),
+    pytest.param(
+        _doc("v1", "Status", "code: 3000000000\n"),
+        "json: cannot unmarshal number 3000000000 into Go struct field Status.code of type int32",
+        id="status-code-out-of-range",
+    ),
+    pytest.param(
+        _doc("v1", "Status", "code: 1e22\n"),  # the number as json.Marshal writes it
+        "json: cannot unmarshal number 1e+22 into Go struct field Status.code of type int32",
+        id="status-code-exponent",
+    ),
+    pytest.param(
+        '{"kind":"Status","apiVersion":"v1","code":1.50}',  # JSON keeps its literal
+        "json: cannot unmarshal number 1.50 into Go struct field Status.code of type int32",
+        id="status-code-json-literal",
+    ),
+    pytest.param(
+        _doc("v1", "Status", "code: 1.0\nmessage: 1\n"),  # 1.0 is written "1": an int32
+        "json: cannot unmarshal number into Go struct field Status.message of type string",
+        id="integral-float-is-an-integer",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("data", "message"), _NOT_YET)
-@pytest.mark.xfail(strict=True, reason="no integer/interface kinds in credprov._go.decode")
-def test_decode_config_go_texts_not_yet_reproduced(data: str, message: str) -> None:
+@pytest.mark.parametrize(("data", "message"), _INT_AND_INTERFACE)
+def test_decode_config_integer_and_interface_fields(data: str, message: str) -> None:
     with pytest.raises(DecodeError) as info:
         decode_config(load_document(data.encode()))
     assert str(info.value) == message
