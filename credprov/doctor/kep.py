@@ -19,7 +19,7 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from credprov.credentialprovider.images import InvalidImageError, parse_image_name
@@ -27,6 +27,7 @@ from credprov.credentialprovider.matching import urls_match_str
 from credprov.doctor.context import ENSURE_PULLED_GATE, SA_TOKEN_GATE, Context, DoctorUsageError
 from credprov.doctor.discovery import ALLOWLIST, POLICY, ROOT_DIR
 from credprov.doctor.report import Finding, Status
+from credprov.kubelet.podspec import pod_images
 from credprov.pullmanager.interfaces import RuntimeImage
 
 __all__ = [
@@ -256,26 +257,6 @@ def _pods_on_node(store: Any, node: str) -> list[Mapping[str, Any]]:
     ]
 
 
-def _containers(pod: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
-    """Every image the kubelet pulls for the pod with its credentials, as container-like
-    mappings (``name``, ``image``, ``imagePullPolicy``): image volumes first
-    (``spec.volumes[].image``, GA in 1.36; named ``volume:<name>``), then init, regular and
-    ephemeral containers."""
-    spec = pod.get("spec") or {}
-    for volume in spec.get("volumes") or ():
-        source = volume.get("image") if isinstance(volume, Mapping) else None
-        if isinstance(source, Mapping) and isinstance(source.get("reference"), str):
-            yield {
-                "name": f"volume:{volume.get('name', '')}",
-                "image": source["reference"],
-                "imagePullPolicy": source.get("pullPolicy") or "",
-            }
-    for key in ("initContainers", "containers", "ephemeralContainers"):
-        for container in spec.get(key) or ():
-            if isinstance(container, Mapping) and isinstance(container.get("image"), str):
-                yield container
-
-
 def _pod_id(pod: Mapping[str, Any]) -> tuple[str, str]:
     meta = pod.get("metadata") or {}
     return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
@@ -311,9 +292,9 @@ def check_kep4412_rbac(ctx: Context) -> list[Finding]:
         failures: list[str] = []
         for pod in pods:
             repos = []
-            for container in _containers(pod):
+            for _, image, _ in pod_images(pod.get("spec") or {}):
                 try:
-                    repos.append(parse_image_name(container["image"]))
+                    repos.append(parse_image_name(image))
                 except InvalidImageError:
                     continue
             if not any(urls_match_str(p, r) for p in provider.match_images for r in repos):
@@ -511,11 +492,10 @@ def check_kep2535_preflight(ctx: Context) -> list[Finding]:
             if isinstance(ref, Mapping)
         }
         sa_name = str(spec.get("serviceAccountName") or "")
-        for container in _containers(pod):
+        for container_name, image, written_policy in pod_images(spec):
             counted += 1
-            image = container["image"]
-            pull = str(container.get("imagePullPolicy") or _default_pull_policy(image))
-            subject = f"{namespace}/{pod_name}/{container.get('name', '')}"
+            pull = str(written_policy or _default_pull_policy(image))
+            subject = f"{namespace}/{pod_name}/{container_name}"
             if pull == "Always":
                 continue
             present = _find_image(image, node_images)

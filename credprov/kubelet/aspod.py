@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from credprov.kubelet import KubeletError
+from credprov.kubelet.podspec import pod_images
 
 __all__ = ["AsPod", "load_as_pod", "split_pod_ref"]
-
-_CONTAINER_FIELDS = ("initContainers", "containers", "ephemeralContainers")
 
 
 def split_pod_ref(value: str, flag: str = "--pod") -> tuple[str, str]:
@@ -105,24 +104,11 @@ class AsPod:
 
 
 def _pod_images(spec: Mapping[str, Any]) -> list[str]:
-    """Every image the kubelet pulls for the pod, each once: image volumes
-    (``spec.volumes[].image.reference``, pulled with the pod's credentials before any
-    container starts), then init, regular and ephemeral containers."""
+    """Every image the kubelet pulls for the pod, each once, in :func:`pod_images` order."""
     images: list[str] = []
-    volumes = spec.get("volumes") or ()
-    for volume in volumes if isinstance(volumes, list) else ():
-        source = volume.get("image") if isinstance(volume, Mapping) else None
-        reference = source.get("reference") if isinstance(source, Mapping) else None
-        if isinstance(reference, str) and reference and reference not in images:
-            images.append(reference)
-    for key in _CONTAINER_FIELDS:
-        containers = spec.get(key) or ()
-        if not isinstance(containers, list):
-            continue
-        for container in containers:
-            image = container.get("image") if isinstance(container, Mapping) else None
-            if isinstance(image, str) and image and image not in images:
-                images.append(image)
+    for _, image, _ in pod_images(spec):
+        if image and image not in images:
+            images.append(image)
     return images
 
 

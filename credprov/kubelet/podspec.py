@@ -25,7 +25,7 @@ returned so the caller can log the kubelet's "Unable to retrieve pull secret" li
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ __all__ = [
     "load_pod",
     "missing_secret_warning",
     "parse_pod",
+    "pod_images",
     "select_pull_secrets",
 ]
 
@@ -53,6 +54,27 @@ CONTAINER_KINDS = (
 #: The kind label of an image volume (``spec.volumes[].image``).
 IMAGE_VOLUME = "imageVolume"
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+
+
+def pod_images(spec: Mapping[str, Any]) -> Iterator[tuple[Any, str, Any]]:
+    """``(name, image, pull policy as written)`` for every image the kubelet pulls for the
+    pod, read leniently (:func:`parse_pod` is the validating reader): image volumes first
+    (named ``volume:<name>``; pulled with the pod's credentials before any container), then
+    init, regular and ephemeral containers. Entries without a string image are skipped."""
+    volumes = spec.get("volumes")
+    for volume in volumes if isinstance(volumes, list) else ():
+        source = volume.get("image") if isinstance(volume, Mapping) else None
+        if isinstance(source, Mapping) and isinstance(source.get("reference"), str):
+            yield f"volume:{volume.get('name', '')}", source["reference"], source.get("pullPolicy")
+    for spec_field, _ in CONTAINER_KINDS:
+        containers = spec.get(spec_field)
+        for container in containers if isinstance(containers, list) else ():
+            if isinstance(container, Mapping) and isinstance(container.get("image"), str):
+                yield (
+                    container.get("name", ""),
+                    container["image"],
+                    container.get("imagePullPolicy"),
+                )
 
 
 class PodSpecError(KubeletError, ValueError):
