@@ -275,7 +275,7 @@ def _parse_iteratively(
     """Parse ``text``, already known to be valid JSON, without recursion (any depth)."""
     scanstring = json.decoder.scanstring  # type: ignore[attr-defined]
     decoder = json.JSONDecoder(parse_float=parse_float)
-    # Each frame: [is_object, items, pending_key]
+    # Each frame: [is_object, items, the pending key of an object (None: a key comes next)]
     stack: list[list[Any]] = []
     root: Any = None
     i = 0
@@ -304,10 +304,10 @@ def _parse_iteratively(
             break
         frame = stack[-1]
         if frame[0]:
-            if frame[2] is None and quote and isinstance(value, str):
-                frame[2] = (value,)  # a key; its value comes next
+            if frame[2] is None:
+                frame[2] = value  # a key; its value comes next
                 continue
-            frame[1].append((frame[2][0], value))
+            frame[1].append((frame[2], value))
             frame[2] = None
         else:
             frame[1].append(value)
@@ -340,9 +340,8 @@ def loads(
     error = syntax_error(raw)
     if error is not None:
         raise error
-    return _parse_iteratively(
-        fixed, object_pairs_hook, parse_float
-    )  # valid, but deeper than Python reads
+    # Valid, but deeper than Python's parser reads.
+    return _parse_iteratively(fixed, object_pairs_hook, parse_float)
 
 
 def _space(ch: str) -> bool:
@@ -391,6 +390,6 @@ def load_yaml_all(data: bytes | str) -> list[Any]:
     try:
         return goyaml.load_all(data)
     except goyaml.YAMLError as exc:
-        if str(exc).startswith("yaml: exceeded max depth") or "exceeded max depth" in str(exc):
+        if "exceeded max depth" in str(exc):
             raise YAMLError("not valid YAML or JSON: nested too deeply", exc.line) from None
         raise YAMLError("not valid YAML or JSON", exc.line) from None
