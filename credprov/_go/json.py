@@ -344,9 +344,12 @@ def loads(
     return _parse_iteratively(fixed, object_pairs_hook, parse_float)
 
 
-def _space(ch: str) -> bool:
-    # unicode.IsSpace: the Latin-1 spaces, then the White_Space property.
-    return ch.isspace() and ch not in "\x1c\x1d\x1e\x1f"
+#: ``unicode.IsSpace``: the Latin-1 spaces and the other White_Space runes (Python's
+#: ``str.isspace`` also counts U+001C..U+001F, which Go does not).
+_GO_SPACES = (
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
 
 
 def has_json_prefix(data: bytes | str) -> bool:
@@ -355,13 +358,8 @@ def has_json_prefix(data: bytes | str) -> bool:
     A leading U+00A0 or U+2003 is skipped here (and then refused by the JSON scanner, as the
     kubelet refuses it); an invalid UTF-8 byte stops the scan.
     """
-    text = go_decode(data[:4096]) if isinstance(data, bytes) else data
-    for ch in text:
-        if ch == "{":
-            return True
-        if not _space(ch):
-            return False
-    return False
+    text = go_decode(data) if isinstance(data, bytes) else data
+    return text.lstrip(_GO_SPACES).startswith("{")
 
 
 class YAMLError(ValueError):
