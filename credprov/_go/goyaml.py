@@ -274,18 +274,18 @@ class _Scanner(_Reader, yaml.scanner.Scanner):
             oldest = next(iter(keys.values()))
             if oldest.line == self.line and self.index - oldest.index <= 1024:
                 return
-            if not self._untracked:
-                super().stale_possible_simple_keys()
-                return
-            # go-yaml checks staleness through its token index only: untracked keys stay.
-            kept = {lvl: k for lvl, k in keys.items() if k.token_number in self._untracked}
-            for level in kept:
-                del keys[level]
-            super().stale_possible_simple_keys()
-            keys.update(kept)
-            self.possible_simple_keys = dict(
-                sorted(keys.items(), key=lambda kv: kv[1].token_number)
-            )
+            # PyYAML's walk, except that go-yaml checks staleness through its token index
+            # only, so a key it has lost from that index (_untracked, below) stays.
+            for level, key in list(keys.items()):
+                if key.token_number in self._untracked:
+                    continue
+                if key.line != self.line or self.index - key.index > 1024:
+                    if key.required:
+                        raise yaml.scanner.ScannerError(
+                            "while scanning a simple key", key.mark,
+                            "could not find expected ':'", self.get_mark(),
+                        )  # fmt: skip
+                    del keys[level]
 
     # go-yaml quirk: its index from token number to possible simple key loses the key saved
     # at an opening bracket when the collection closes with no key saved inside it (``[]``,
