@@ -117,13 +117,13 @@ def check_provider_config(ctx: Context) -> list[Finding]:
     path = ctx.setup.get(CONFIG)
     if path is None:
         return [_skip("provider-config.valid", "no provider config is set")]
-    host = ctx.root.host_path(str(path))
     try:
-        config, digest = load_config(host, {SA_TOKEN_GATE: ctx.gate(SA_TOKEN_GATE)})
+        # Every file (a config directory's entries too) is read inside the root.
+        config, digest = load_config(
+            str(path), {SA_TOKEN_GATE: ctx.gate(SA_TOKEN_GATE)}, files=ctx.root
+        )
     except ConfigError as exc:
         message = _one_line(str(exc))
-        if not ctx.root.is_host:
-            message = message.replace(ctx.root.root.rstrip("/"), "")
         return [
             Finding(
                 "provider-config.valid",

@@ -5,6 +5,10 @@ contributes its ``*.json``/``*.yaml``/``*.yml`` regular files in bytewise-sorted
 running sha256 over ``uint64be(len) || bytes`` of every file gives the ``sha256:`` hash, names
 must be unique across files, and the merged config is validated with the kubelet's rules.
 Every error's ``str()`` is the kubelet's text.
+
+Where the files come from is a :class:`ConfigFiles` (this machine's filesystem by default);
+``credprov doctor --root`` passes one that resolves every path inside a node image, so a
+config directory's symlinks never lead it to the host's files.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 import stat
 import struct
 from collections.abc import Collection, Mapping
+from typing import Protocol
 
 from credprov._go.decode import DecodeError, load_document
 from credprov._go.fmt import errno_text, go_quote, os_error
@@ -27,6 +32,8 @@ __all__ = [
     "MAX_CONFIG_FILE_BYTES",
     "SERVICE_ACCOUNT_TOKEN_GATE",
     "ConfigError",
+    "ConfigFiles",
+    "HostFiles",
     "check_bin_dir",
     "check_plugin_binary",
     "config_files",
@@ -98,7 +105,40 @@ def resolve_feature_gates(feature_gates: Mapping[str, bool] | None) -> dict[str,
     return gates
 
 
-def config_files(path: str) -> list[str]:
+class ConfigFiles(Protocol):
+    """Where config files are read from: paths in, bytes out, ``OSError`` on failure."""
+
+    def is_dir(self, path: str) -> bool:
+        """Whether ``path`` (symlinks followed) is a directory; ``OSError`` when it cannot
+        be reached."""
+
+    def entries(self, path: str) -> list[tuple[str, bool]]:
+        """``(name, is a directory, not following a symlink)`` of a directory's entries."""
+
+    def read(self, path: str, limit: int) -> bytes:
+        """A regular file's bytes (``FileTooLargeError`` past ``limit``,
+        ``NotRegularFileError`` for FIFOs, devices and directories)."""
+
+
+class HostFiles:
+    """This machine's filesystem: what the kubelet reads."""
+
+    def is_dir(self, path: str) -> bool:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+
+    def entries(self, path: str) -> list[tuple[str, bool]]:
+        # Like Go's DirEntry.IsDir(): a symlink is not a directory, whatever it points to.
+        with os.scandir(path) as it:
+            return [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+
+    def read(self, path: str, limit: int) -> bytes:
+        return read_bounded(path, limit)
+
+
+_HOST_FILES = HostFiles()
+
+
+def config_files(path: str, files: ConfigFiles = _HOST_FILES) -> list[str]:
     """The files the kubelet reads for ``path``, in the order it reads them.
 
     Raises:
@@ -107,36 +147,35 @@ def config_files(path: str) -> list[str]:
     if path == "":
         raise ConfigError("credential provider config path is empty")
     try:
-        st = os.stat(path)
+        is_dir = files.is_dir(path)
     except OSError as exc:
         raise ConfigError(
             f"unable to access path {go_quote(path)}: {os_error('stat', path, exc)}"
         ) from None
-    if not stat.S_ISDIR(st.st_mode):
+    if not is_dir:
         return [path]
     try:
-        entries = list(os.scandir(path))
+        entries = files.entries(path)
     except OSError as exc:
         raise ConfigError(
             f"unable to read directory {go_quote(path)}: {os_error('open', path, exc)}"
         ) from None
-    files = []
-    for entry in entries:
-        # Like Go's DirEntry.IsDir(): a symlink is not a directory, whatever it points to.
-        if entry.is_dir(follow_symlinks=False):
+    found = []
+    for name, entry_is_dir in entries:
+        if entry_is_dir:
             continue
-        if os.path.splitext(entry.name)[1] in _CONFIG_EXTENSIONS:
-            files.append(os.path.join(path, entry.name))
-    if not files:
+        if os.path.splitext(name)[1] in _CONFIG_EXTENSIONS:
+            found.append(os.path.join(path, name))
+    if not found:
         raise ConfigError(f"no configuration files found in directory {go_quote(path)}")
     # Go sorts the joined paths as byte strings.
-    files.sort(key=lambda p: p.encode("utf-8", "surrogateescape"))
-    return files
+    found.sort(key=lambda p: p.encode("utf-8", "surrogateescape"))
+    return found
 
 
-def _read_file(path: str) -> bytes:
+def _read_file(path: str, files: ConfigFiles = _HOST_FILES) -> bytes:
     try:
-        return read_bounded(path, MAX_CONFIG_FILE_BYTES)
+        return files.read(path, MAX_CONFIG_FILE_BYTES)
     except FileTooLargeError:
         raise ConfigError(
             f"unable to read file {go_quote(path)}: larger than {MAX_CONFIG_FILE_BYTES} bytes"
@@ -161,12 +200,12 @@ def _read_stdin() -> bytes:
 
 
 def read_config(
-    path: str, *, allow_stdin: bool = False
+    path: str, *, allow_stdin: bool = False, files: ConfigFiles = _HOST_FILES
 ) -> tuple[internal.CredentialProviderConfig, str]:
     """Read and decode (not validate) the config at ``path``; returns (config, hash).
 
     With ``allow_stdin``, ``-`` reads one config document from standard input (a CLI
-    convenience; the kubelet itself has no such path).
+    convenience; the kubelet itself has no such path). ``files`` is where paths are read.
 
     Raises:
         ConfigError: the kubelet's read/decode errors.
@@ -174,8 +213,8 @@ def read_config(
     digest = _sha256()
     configs: list[internal.CredentialProviderConfig] = []
     stdin = allow_stdin and path == "-"
-    for file in ["-"] if stdin else config_files(path):
-        data = _read_stdin() if stdin else _read_file(file)
+    for file in ["-"] if stdin else config_files(path, files):
+        data = _read_stdin() if stdin else _read_file(file, files)
         digest.update(struct.pack(">Q", len(data)))
         digest.update(data)
         try:
@@ -227,7 +266,11 @@ def validate_config(
 
 
 def load_config(
-    path: str, feature_gates: Mapping[str, bool] | None = None, *, allow_stdin: bool = False
+    path: str,
+    feature_gates: Mapping[str, bool] | None = None,
+    *,
+    allow_stdin: bool = False,
+    files: ConfigFiles = _HOST_FILES,
 ) -> tuple[internal.CredentialProviderConfig, str]:
     """Read, decode and validate a config file or directory exactly as the kubelet does.
 
@@ -235,6 +278,7 @@ def load_config(
         path: a config file (any extension) or a directory of ``*.json|*.yaml|*.yml``.
         feature_gates: overrides of :data:`DEFAULT_FEATURE_GATES`.
         allow_stdin: read ``-`` as one document from standard input.
+        files: where the paths are read (this machine's filesystem by default).
 
     Returns:
         ``(config, hash)`` where ``hash`` is ``sha256:<hex>`` as in
@@ -244,7 +288,7 @@ def load_config(
         ConfigError: with the kubelet's error text.
     """
     resolve_feature_gates(feature_gates)
-    config, digest = read_config(path, allow_stdin=allow_stdin)
+    config, digest = read_config(path, allow_stdin=allow_stdin, files=files)
     validate_config(config, feature_gates)
     return config, digest
 
