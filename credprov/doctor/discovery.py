@@ -4,15 +4,26 @@ Sources, from the weakest to the strongest (a later one overrides an earlier one
 
 1. distribution defaults: k3s/RKE2 ``/var/lib/rancher/credentialprovider/{bin,config.yaml}``,
    EKS ``/etc/eks/image-credential-provider/``, the kubelet's ``/var/lib/kubelet``;
-2. the KubeletConfiguration file (``--config``): ``featureGates``,
+2. the KubeletConfiguration file (``--config``) and its drop-ins (``--config-dir``: every
+   ``*.conf`` file, in name order, merged over it as the kubelet merges them: objects key by
+   key, lists and scalars replaced): ``featureGates``,
    ``imagePullCredentialsVerificationPolicy``, ``preloadedImagesVerificationAllowlist``, and
-   credential-provider fields when the file has them;
+   credential-provider fields when the file has them. Read as the kubelet reads them
+   (:func:`credprov._go.decode.load_document`: go-yaml's limits on depth and aliases, JSON
+   numbers and dates as JSON text);
 3. the kubelet's command line: the running process (``/proc/<pid>/cmdline`` of
    ``kubelet``, ``k3s``, ``k3s-agent``, ``k3s-server`` or ``rke2``) when there is one,
    else the systemd unit with its drop-ins and ``EnvironmentFile=`` files (for k3s/RKE2
    also ``/etc/rancher/<k3s|rke2>/config.yaml`` and its ``--kubelet-arg`` entries);
 4. what the operator gives the doctor (``--config``, ``--bin-dir``, ``--kubelet-config``,
    ``--node``).
+
+Flavors: ``kubeadm`` (a ``kubelet.service``), ``eks`` (an EKS AL2023 node: ``nodeadm``
+writes ``/etc/eks/kubelet/environment`` for the same unit), ``k3s``, ``rke2``, ``unknown``.
+
+Hostile roots are bounded: at most :data:`MAX_DROP_INS` unit and KubeletConfiguration
+drop-ins and :data:`MAX_ENV_FILES` distinct ``EnvironmentFile=`` files are read (each once,
+however often it is named), at most :data:`MAX_PROCESSES` ``/proc`` entries are looked at.
 
 Every value is a :class:`Value` with its source, so the report can say "bin dir
 /usr/libexec/... from $KUBELET_EXTRA_ARGS in /etc/default/kubelet". Problems met on the way
@@ -26,8 +37,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
+from credprov._go.decode import DecodeError, load_document
 from credprov.doctor.flags import (
     UnitSettings,
     expand_exec,
@@ -35,13 +45,17 @@ from credprov.doctor.flags import (
     parse_flags,
     parse_unit,
 )
-from credprov.doctor.rootfs import NodeFileError, NodeRoot, describe_error
+from credprov.doctor.rootfs import MAX_READ_BYTES, NodeFileError, NodeRoot, describe_error
 
 __all__ = [
     "ALLOWLIST",
     "BIN_DIR",
     "CONFIG",
     "KUBELET_CONFIG",
+    "KUBELET_CONFIG_DIR",
+    "MAX_DROP_INS",
+    "MAX_ENV_FILES",
+    "MAX_PROCESSES",
     "NODE_NAME",
     "POLICY",
     "ROOT_DIR",
@@ -56,6 +70,7 @@ __all__ = [
 CONFIG = "imageCredentialProviderConfig"
 BIN_DIR = "imageCredentialProviderBinDir"
 KUBELET_CONFIG = "config"
+KUBELET_CONFIG_DIR = "configDir"
 ROOT_DIR = "rootDir"
 NODE_NAME = "nodeName"
 RUNTIME_ENDPOINT = "containerRuntimeEndpoint"
@@ -67,6 +82,7 @@ _FLAG_KEYS = {
     "image-credential-provider-config": CONFIG,
     "image-credential-provider-bin-dir": BIN_DIR,
     "config": KUBELET_CONFIG,
+    "config-dir": KUBELET_CONFIG_DIR,
     "root-dir": ROOT_DIR,
     "hostname-override": NODE_NAME,
     "container-runtime-endpoint": RUNTIME_ENDPOINT,
@@ -99,7 +115,16 @@ _UNITS = (
 RANCHER_BIN_DIR = "/var/lib/rancher/credentialprovider/bin"
 RANCHER_CONFIG = "/var/lib/rancher/credentialprovider/config.yaml"
 EKS_DIR = "/etc/eks/image-credential-provider"
+#: What ``nodeadm`` (EKS AL2023) writes for ``kubelet.service``'s ``EnvironmentFile=``.
+EKS_KUBELET_ENV = "/etc/eks/kubelet/environment"
 DEFAULT_ROOT_DIR = "/var/lib/kubelet"
+
+#: Unit drop-ins and KubeletConfiguration drop-ins read (a node has a handful).
+MAX_DROP_INS = 256
+#: Distinct ``EnvironmentFile=`` files read for one unit.
+MAX_ENV_FILES = 64
+#: ``/proc`` entries looked at when searching for a running kubelet.
+MAX_PROCESSES = 20_000
 
 _SMALL = 64 * 1024
 
@@ -139,6 +164,8 @@ class KubeletSetup:
     kubelet_configuration_error: str | None = None
     #: KubeletConfiguration credential-provider fields (reported, see kubelet.flags).
     config_file_provider_fields: dict[str, Value] = field(default_factory=dict)
+    #: The KubeletConfiguration drop-ins read (``--config-dir``), in order.
+    drop_ins: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def get(self, key: str) -> str | None:
@@ -152,11 +179,33 @@ class KubeletSetup:
             "kubelet": None if self.kubelet is None else self.kubelet.to_dict(),
         }
         for key, value in self.values.items():
-            out[key] = value.to_dict()
+            out[key] = {"value": json_safe(value.value), "source": value.source}
         out["featureGates"] = {name: v.to_dict() for name, v in self.feature_gates.items()}
         if self.notes:
             out["notes"] = list(self.notes)
         return out
+
+
+#: Longest text a node value is shown with (a hostile config may hold megabytes).
+_MAX_SHOWN = 512
+
+
+def json_safe(value: Any, depth: int = 0) -> Any:
+    """A node value as it may be printed: strings, booleans and small numbers as they are,
+    lists (of at most 100) element by element, anything else (objects, 5,000-digit numbers,
+    deep nesting) as a short description: the checks say what is wrong with it."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return value if len(value) <= _MAX_SHOWN else value[:_MAX_SHOWN] + "..."
+    if isinstance(value, int):
+        return value if abs(value) < 10**18 else "<an integer too large to show>"
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else str(value)
+    if isinstance(value, list) and depth == 0:
+        shown = [json_safe(v, depth + 1) for v in value[:100]]
+        return shown + (["..."] if len(value) > 100 else [])
+    return f"<{'a list' if isinstance(value, list) else 'an object'}>"
 
 
 def discover(root: NodeRoot, overrides: Overrides | None = None) -> KubeletSetup:
@@ -167,6 +216,8 @@ def discover(root: NodeRoot, overrides: Overrides | None = None) -> KubeletSetup
     flags = process if process is not None else _from_systemd(root, setup)
     if setup.flavor == "unknown":
         setup.flavor = _guess_flavor(root)
+    elif setup.flavor == "kubeadm" and _is_eks_nodeadm(root, setup):
+        setup.flavor = "eks"
     if setup.flavor in ("k3s", "rke2"):
         flags = _rancher_flags(root, setup, flags)
 
@@ -185,11 +236,14 @@ def discover(root: NodeRoot, overrides: Overrides | None = None) -> KubeletSetup
     elif "config" in flags:
         value, origin = flags["config"]
         setup.values[KUBELET_CONFIG] = Value(value, origin)
+    if "config-dir" in flags:
+        value, origin = flags["config-dir"]
+        setup.values[KUBELET_CONFIG_DIR] = Value(value, origin)
     _read_kubelet_configuration(root, setup)
 
     # 3. flags
     for flag, key in _FLAG_KEYS.items():
-        if flag in flags and key != KUBELET_CONFIG:
+        if flag in flags and key not in (KUBELET_CONFIG, KUBELET_CONFIG_DIR):
             value, origin = flags[flag]
             setup.values[key] = Value(value, origin)
     if "feature-gates" in flags:
@@ -216,9 +270,10 @@ def discover(root: NodeRoot, overrides: Overrides | None = None) -> KubeletSetup
 
 def _find_process(root: NodeRoot, setup: KubeletSetup) -> dict[str, tuple[str, str]] | None:
     found: list[tuple[int, str, list[str]]] = []
-    for entry in root.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    pids = [e for e in root.listdir("/proc") if e.isdigit()]
+    if len(pids) > MAX_PROCESSES:
+        setup.notes.append(f"/proc has {len(pids)} processes; looked at the first {MAX_PROCESSES}")
+    for entry in pids[:MAX_PROCESSES]:
         try:
             comm = root.read(f"/proc/{entry}/comm", 256).decode("utf-8", "replace").strip()
             raw = root.read(f"/proc/{entry}/cmdline", _SMALL)
@@ -259,29 +314,27 @@ def _from_systemd(root: NodeRoot, setup: KubeletSetup) -> dict[str, tuple[str, s
         if unit_path is None:
             continue
         settings = UnitSettings()
-        for path in [unit_path, *_drop_ins(root, unit)]:
+        for path in [unit_path, *_drop_ins(root, unit, setup)]:
             try:
                 parse_unit(root.read_text(path, _SMALL), settings, path)
             except OSError as exc:
                 setup.notes.append(f"cannot read {describe_error(exc)}")
         env: dict[str, tuple[str, str]] = {}
-        # Environment= first; EnvironmentFile= files override it, later files win.
+        # Environment= first; EnvironmentFile= files override it, later files win. A file
+        # named again is read again by systemd, with the same result: read each one once.
         for name, value, where in settings.environment:
             env[name] = (value, f"Environment= in {where}")
+        assignments: dict[str, list[tuple[str, str]] | None] = {}
         for path, optional in settings.environment_files:
-            try:
-                text = root.read_text(path, _SMALL)
-            except FileNotFoundError:
-                if not optional:
+            if path not in assignments:
+                if len(assignments) >= MAX_ENV_FILES:
                     setup.notes.append(
-                        f"{path} is missing and EnvironmentFile= has no '-': systemd refuses "
-                        f"to start {unit}"
+                        f"{unit} names more than {MAX_ENV_FILES} EnvironmentFile= files; "
+                        "the rest were not read"
                     )
-                continue
-            except OSError as exc:
-                setup.notes.append(f"cannot read {describe_error(exc)}")
-                continue
-            for name, value in parse_env_file(text):
+                    break
+                assignments[path] = _env_file(root, setup, unit, path, optional)
+            for name, value in assignments[path] or ():
                 env[name] = (value, path)
         setup.flavor = flavor
         setup.kubelet = Value(
@@ -295,15 +348,40 @@ def _from_systemd(root: NodeRoot, setup: KubeletSetup) -> dict[str, tuple[str, s
     return {}
 
 
-def _drop_ins(root: NodeRoot, unit: str) -> list[str]:
+def _env_file(
+    root: NodeRoot, setup: KubeletSetup, unit: str, path: str, optional: bool
+) -> list[tuple[str, str]] | None:
+    try:
+        text = root.read_text(path, _SMALL)
+    except FileNotFoundError:
+        if not optional:
+            setup.notes.append(
+                f"{path} is missing and EnvironmentFile= has no '-': systemd refuses "
+                f"to start {unit}"
+            )
+        return None
+    except OSError as exc:
+        setup.notes.append(f"cannot read {describe_error(exc)}")
+        return None
+    return parse_env_file(text)
+
+
+def _drop_ins(root: NodeRoot, unit: str, setup: KubeletSetup | None = None) -> list[str]:
     """``<unit>.d/*.conf`` across the unit directories: a name in a stronger directory masks
-    the same name in a weaker one; applied in lexical order of the names."""
+    the same name in a weaker one; applied in lexical order of the names (at most
+    :data:`MAX_DROP_INS`)."""
     chosen: dict[str, str] = {}
     for directory in _UNIT_DIRS:
         for name in root.listdir(f"{directory}/{unit}.d"):
             if name.endswith(".conf") and name not in chosen:
                 chosen[name] = f"{directory}/{unit}.d/{name}"
-    return [chosen[name] for name in sorted(chosen)]
+    names = sorted(chosen)
+    if len(names) > MAX_DROP_INS and setup is not None:
+        setup.notes.append(
+            f"{unit} has {len(names)} drop-ins; read the first {MAX_DROP_INS} (a later one "
+            "may change what is reported)"
+        )
+    return [chosen[name] for name in names[:MAX_DROP_INS]]
 
 
 # -- k3s / RKE2 --------------------------------------------------------------------------------
@@ -322,23 +400,25 @@ def _rancher_flags(
         for n in root.listdir(f"{config_dir}/config.yaml.d")
         if n.endswith((".yaml", ".yml"))
     ]
-    for path in files:
+    for path in files[:MAX_DROP_INS]:
         try:
-            doc = yaml.safe_load(root.read_text(path, _SMALL))
+            doc = _load(root, path, _SMALL)
         except FileNotFoundError:
             continue
-        except (OSError, yaml.YAMLError) as exc:
-            reason = describe_error(exc) if isinstance(exc, OSError) else f"{path}: not YAML"
-            setup.notes.append(f"cannot read {reason}")
+        except (OSError, DecodeError) as exc:
+            reason = describe_error(exc) if isinstance(exc, OSError) else f"{path}: {exc}"
+            setup.notes.append(f"cannot read {_first_line(reason)}")
             continue
         if not isinstance(doc, dict):
             continue
         for key, value in doc.items():
             if key == "kubelet-arg":
                 items = value if isinstance(value, list) else [value]
-                kubelet_args.extend((str(v), f"kubelet-arg in {path}") for v in items)
-            elif isinstance(value, str | int | float | bool):
-                merged[str(key)] = (str(value), path)
+                kubelet_args.extend(
+                    (v, f"kubelet-arg in {path}") for v in items if isinstance(v, str)
+                )
+            elif isinstance(value, str | bool):
+                merged[str(key)] = (str(value).lower() if isinstance(value, bool) else value, path)
     # --kubelet-arg on the command line comes after the file's.
     for name, (value, origin) in cli.items():
         if name == "kubelet-arg":
@@ -365,43 +445,123 @@ def _guess_flavor(root: NodeRoot) -> str:
 # -- KubeletConfiguration, feature gates, node name ----------------------------------------------
 
 
-def _read_kubelet_configuration(root: NodeRoot, setup: KubeletSetup) -> None:
-    path_value = setup.values.get(KUBELET_CONFIG)
-    if path_value is None:
-        return
-    path = str(path_value.value)
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else text
+
+
+def _load(root: NodeRoot, path: str, limit: int = MAX_READ_BYTES) -> Any:
+    """A JSON or YAML file read as the kubelet reads one (go-yaml's depth and alias limits;
+    dates, sets and binary as JSON text; numbers exact), as plain data.
+
+    Raises:
+        OSError: the file cannot be read inside the root.
+        DecodeError: it does not parse.
+    """
     try:
-        doc = yaml.safe_load(root.read_text(path))
+        return load_document(root.read(path, limit)).data
+    except RecursionError:  # belt and braces: the decoders are iterative
+        raise DecodeError("exceeded max depth") from None
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """A drop-in over the KubeletConfiguration: objects merged key by key (recursively),
+    lists and scalars replaced (the kubelet's ``--config-dir`` merge)."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _kubelet_configuration(root: NodeRoot, path: str) -> tuple[dict[str, Any] | None, str]:
+    """One KubeletConfiguration document, or ``(None, why the kubelet refuses it)``."""
+    try:
+        doc = _load(root, path)
     except OSError as exc:
-        setup.kubelet_configuration_error = f"cannot read {describe_error(exc)}"
-        return
-    except yaml.YAMLError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else "invalid YAML"
-        setup.kubelet_configuration_error = f"{path}: not YAML or JSON ({first})"
-        return
+        return None, f"cannot read {describe_error(exc)}"
+    except DecodeError as exc:
+        return None, f"{path}: not YAML or JSON ({_first_line(str(exc))})"
     if doc is None:
         doc = {}
     if not isinstance(doc, dict) or doc.get("kind", "KubeletConfiguration") != (
         "KubeletConfiguration"
     ):
-        setup.kubelet_configuration_error = f"{path}: not a KubeletConfiguration"
+        return None, f"{path}: not a KubeletConfiguration"
+    return doc, ""
+
+
+def _read_kubelet_configuration(root: NodeRoot, setup: KubeletSetup) -> None:
+    """The KubeletConfiguration file, then its ``--config-dir`` drop-ins merged over it."""
+    path_value = setup.values.get(KUBELET_CONFIG)
+    dir_value = setup.values.get(KUBELET_CONFIG_DIR)
+    sources: list[tuple[str, str]] = []  # (path, where)
+    if path_value is not None:
+        path = str(path_value.value)
+        sources.append((path, f"KubeletConfiguration {path}"))
+    if dir_value is not None:
+        directory = str(dir_value.value).rstrip("/") or "/"
+        try:
+            entries = root.entries(directory)
+        except FileNotFoundError:
+            entries = []
+            setup.notes.append(f"--config-dir {directory} does not exist")
+        except OSError as exc:
+            setup.kubelet_configuration_error = f"cannot read {describe_error(exc)}"
+            return
+        names = [n for n, is_dir in entries if not is_dir and n.endswith(".conf")]
+        if len(names) > MAX_DROP_INS:
+            setup.notes.append(
+                f"{directory} has {len(names)} drop-ins; read the first {MAX_DROP_INS}"
+            )
+        for name in names[:MAX_DROP_INS]:
+            drop_in = f"{directory.rstrip('/')}/{name}"
+            setup.drop_ins.append(drop_in)
+            sources.append((drop_in, f"KubeletConfiguration drop-in {drop_in}"))
+    merged: dict[str, Any] = {}
+    where_of: dict[str, str] = {}  # top-level key -> the last file that set it
+    gate_where: dict[str, str] = {}
+    for path, where in sources:
+        doc, error = _kubelet_configuration(root, path)
+        if doc is None:
+            setup.kubelet_configuration_error = error
+            return
+        merged = _merge(merged, doc)
+        for key in doc:
+            where_of[str(key)] = where
+        gates = doc.get("featureGates")
+        if isinstance(gates, dict):
+            for name in gates:
+                gate_where[str(name)] = where
+    if not sources:
         return
-    setup.kubelet_configuration = doc
-    where = f"KubeletConfiguration {path}"
-    gates = doc.get("featureGates")
+    setup.kubelet_configuration = merged
+    gates = merged.get("featureGates")
     if isinstance(gates, dict):
         for name, value in gates.items():
             if isinstance(value, bool):
-                setup.feature_gates[str(name)] = Value(value, f"featureGates in {where}")
+                setup.feature_gates[str(name)] = Value(
+                    value, f"featureGates in {gate_where[str(name)]}"
+                )
     for key in (POLICY, ALLOWLIST):
-        if key in doc:
-            setup.values[key] = Value(doc[key], where)
+        if key in merged:
+            setup.values[key] = Value(merged[key], where_of[key])
     for key in (CONFIG, BIN_DIR):
-        if isinstance(doc.get(key), str) and doc[key]:
-            setup.config_file_provider_fields[key] = Value(doc[key], where)
-            setup.values[key] = Value(doc[key], where)
-    if isinstance(doc.get(RUNTIME_ENDPOINT), str):
-        setup.values[RUNTIME_ENDPOINT] = Value(doc[RUNTIME_ENDPOINT], where)
+        if isinstance(merged.get(key), str) and merged[key]:
+            setup.config_file_provider_fields[key] = Value(merged[key], where_of[key])
+            setup.values[key] = Value(merged[key], where_of[key])
+    if isinstance(merged.get(RUNTIME_ENDPOINT), str):
+        setup.values[RUNTIME_ENDPOINT] = Value(merged[RUNTIME_ENDPOINT], where_of[RUNTIME_ENDPOINT])
+
+
+def _is_eks_nodeadm(root: NodeRoot, setup: KubeletSetup) -> bool:
+    """An EKS AL2023 node: nodeadm's environment file for ``kubelet.service`` is there, or
+    ``nodeadm`` itself with the ``/etc/eks`` credential provider directory."""
+    if root.exists(EKS_KUBELET_ENV):
+        return True
+    has_nodeadm = any(root.exists(p) for p in ("/usr/bin/nodeadm", "/usr/local/bin/nodeadm"))
+    return has_nodeadm and root.exists(EKS_DIR)
 
 
 _TRUE = ("1", "t", "T", "true", "TRUE", "True")

@@ -121,7 +121,9 @@ class NodeRoot:
                     parent = os.dup(current())
                     return _Resolved(parent, part, [*names, part, *parts], True)
                 except OSError as exc:
-                    raise NodeFileError(exc.errno, exc.strerror or "cannot open", node_path) from None
+                    raise NodeFileError(
+                        exc.errno, exc.strerror or "cannot open", node_path
+                    ) from None
                 st = os.fstat(fd)
                 if stat.S_ISLNK(st.st_mode) and (follow or not last):
                     hops += 1
