@@ -42,9 +42,31 @@ def _one_line(text: str) -> str:
 # -- kubelet.flags -------------------------------------------------------------------------------
 
 
+def no_kubelet(ctx: Context) -> bool:
+    """Nothing to check: no kubelet was found and the operator named no setup."""
+    operator = ("--config", "--bin-dir", "--kubelet-config")
+    named = [v for v in ctx.setup.values.values() if v.source in operator]
+    return ctx.setup.kubelet is None and not named
+
+
 def check_flags(ctx: Context) -> list[Finding]:
+    """``kubelet.flags``: both provider flags set (or neither), from where, and for k3s/RKE2
+    whether the providers are enabled at all."""
     setup = ctx.setup
     config, bin_dir = setup.values.get(CONFIG), setup.values.get(BIN_DIR)
+    if no_kubelet(ctx):
+        return [
+            Finding(
+                "kubelet.flags",
+                Status.FAIL,
+                "",
+                "no kubelet found on this node: no running kubelet, k3s or rke2 process and "
+                "no kubelet.service, k3s or rke2 unit"
+                + ("" if ctx.root.is_host else f" under {ctx.root.root}"),
+                "run the doctor on a node (or --root at a node's filesystem), or name the "
+                "setup with --config, --bin-dir and --kubelet-config",
+            )
+        ]
     found_by = setup.kubelet.source if setup.kubelet else "no running kubelet or systemd unit"
     notes = []
     if setup.config_file_provider_fields:
@@ -87,14 +109,21 @@ def check_flags(ctx: Context) -> list[Finding]:
     if setup.flavor in ("k3s", "rke2"):
         missing_paths = [v.value for v in (config, bin_dir) if not ctx.root.exists(str(v.value))]
         if missing_paths:
+            ctx.providers_off = (
+                f"{setup.flavor} runs no credential provider ({', '.join(missing_paths)} "
+                "does not exist)"
+            )
+            both = len(missing_paths) == 2
             return [
                 Finding(
                     "kubelet.flags",
-                    Status.FAIL,
+                    Status.WARN if both else Status.FAIL,
                     "",
-                    f"{', '.join(missing_paths)} does not exist: {setup.flavor} enables the "
-                    "credential providers only when both the bin dir and the config exist",
-                    "create the config and the bin dir (or point the agent flags at them)",
+                    f"credential providers are not enabled: {setup.flavor} enables them only "
+                    f"when both the bin dir and the config exist, and "
+                    f"{', '.join(missing_paths)} does not",
+                    "to use credential providers, create the config and the bin dir (or point "
+                    "the agent flags at them)",
                 )
             ]
     return [
@@ -115,6 +144,8 @@ def check_provider_config(ctx: Context) -> list[Finding]:
     from credprov.credentialprovider.plugin.config import ConfigError, load_config
 
     path = ctx.setup.get(CONFIG)
+    if ctx.providers_off:
+        return [_skip("provider-config.valid", ctx.providers_off)]
     if path is None:
         return [_skip("provider-config.valid", "no provider config is set")]
     try:
@@ -152,7 +183,7 @@ def check_lint(ctx: Context) -> list[Finding]:
     from credprov.credentialprovider.lint import lint_config
 
     if ctx.config is None:
-        return [_skip("provider-config.lint", "no valid provider config")]
+        return [_skip("provider-config.lint", ctx.providers_off or "no valid provider config")]
     warnings = lint_config(ctx.config)
     if not warnings:
         return [Finding("provider-config.lint", Status.PASS, "", "no findings")]
@@ -179,6 +210,8 @@ def _provider_of(warning: str) -> str:
 
 def check_bin_dir(ctx: Context) -> list[Finding]:
     bin_dir = ctx.setup.get(BIN_DIR)
+    if ctx.providers_off:
+        return [_skip("bin-dir.exec", ctx.providers_off)]
     if bin_dir is None:
         return [_skip("bin-dir.exec", "no bin dir is set")]
     subject = str(bin_dir)
@@ -204,15 +237,18 @@ def check_bin_dir(ctx: Context) -> list[Finding]:
                 "point --image-credential-provider-bin-dir at the plugins' directory",
             )
         ]
-    resolved = ctx.root.resolve(subject)
+    try:
+        resolved = ctx.root.resolve(subject)
+    except OSError:
+        resolved = subject
     mount = _mount_of(ctx, resolved)
     if mount is None:
         return [
             Finding(
                 "bin-dir.exec",
-                Status.PASS,
+                Status.SKIP,
                 subject,
-                "a directory; no mount table in the root, so noexec was not checked",
+                "a directory; noexec was not checked: no mount table (/proc) in the root",
             )
         ]
     point, options, table = mount
@@ -232,11 +268,23 @@ def check_bin_dir(ctx: Context) -> list[Finding]:
 
 
 def _mount_of(ctx: Context, node_path: str) -> tuple[str, set[str], str] | None:
-    """(mount point, options, table) of the mount holding ``node_path``."""
+    """(mount point, options, table) of the mount holding ``node_path``.
+
+    The kubelet's own mount table when it runs; else, on this machine, the doctor's; else,
+    in a root, its pid 1's (a host ``/`` mounted at ``/host`` has the host's ``/proc``,
+    where ``self`` would be the doctor's container), or a ``/proc/mounts`` file of an
+    image.
+    """
     tables = []
     if ctx.setup.pid is not None:
         tables.append(f"/proc/{ctx.setup.pid}/mountinfo")
-    tables += ["/proc/self/mountinfo", "/proc/mounts"]
+    if ctx.root.is_host:
+        tables += ["/proc/self/mountinfo", "/proc/mounts"]
+    else:
+        tables.append("/proc/1/mountinfo")
+        st = ctx.root.lstat("/proc/mounts")
+        if st is not None and stat.S_ISREG(st.st_mode):
+            tables.append("/proc/mounts")
     for table in tables:
         try:
             text = ctx.root.read_text(table, 4 << 20)
@@ -287,6 +335,8 @@ def _parse_mounts(text: str) -> list[tuple[str, set[str]]]:
 def check_plugins(ctx: Context) -> list[Finding]:
     bin_dir = ctx.setup.get(BIN_DIR)
     ids = ("plugin.present", "plugin.runnable", "plugin.responds")
+    if ctx.providers_off:
+        return [_skip(i, ctx.providers_off) for i in ids]
     if ctx.config is None or bin_dir is None:
         return [_skip(i, "no valid provider config and bin dir") for i in ids]
     bin_dir = str(bin_dir)
@@ -350,7 +400,10 @@ def _present(ctx: Context, bin_dir: str, name: str) -> Finding:
             "exits at start (permission denied)",
             f"chmod 0755 {path}",
         )
-    entries = ctx.root.listdir(bin_dir)
+    # Near misses are files no provider uses (another provider's plugin is not one), and
+    # not the bundle's hidden runtimes.
+    used = {p.name for p in ctx.config.providers} if ctx.config else set()
+    entries = [e for e in ctx.root.listdir(bin_dir) if e not in used and not e.startswith(".")]
     hint = "install the plugin in the bin dir under exactly the provider's name"
     if f"{name}.exe" in entries:
         hint = (
@@ -361,8 +414,8 @@ def _present(ctx: Context, bin_dir: str, name: str) -> Finding:
         close = difflib.get_close_matches(name, entries, n=3, cutoff=0.6)
         if close:
             hint = (
-                f"did you mean {', '.join(close)}? The provider name must equal the file "
-                "name: rename one of them"
+                f"did you mean {', '.join(close)} (in the bin dir, used by no provider)? The "
+                "provider name must equal the file name: rename the file or the provider"
             )
     return Finding(
         "plugin.present",

@@ -54,6 +54,9 @@ class Context:
     secrets: set[str] = field(default_factory=set)
     #: Provider name -> plugin.present/plugin.runnable passed.
     runnable: dict[str, bool] = field(default_factory=dict)
+    #: Why the kubelet runs no plugin at all (k3s/RKE2 without both provider paths); the
+    #: provider and plugin checks are skipped with this reason.
+    providers_off: str | None = None
 
     def gate(self, name: str) -> bool:
         value = self.setup.feature_gates.get(name)

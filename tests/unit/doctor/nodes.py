@@ -263,3 +263,63 @@ def k3s_node(root: Path) -> Path:
     write(root, K3S_CONFIG, provider_config(token_provider=False))
     _plugins(root, K3S_BIN)
     return root
+
+
+EKS_BIN = "/etc/eks/image-credential-provider"
+EKS_CONFIG = "/etc/eks/image-credential-provider/config.json"
+EKS_DROP_INS = "/etc/kubernetes/kubelet/config.json.d"
+
+
+def eks_node(root: Path) -> Path:
+    """An EKS AL2023 node as nodeadm leaves it: its kubelet.service, the environment file
+    with ``NODEADM_KUBELET_ARGS``, a JSON KubeletConfiguration and a ``--config-dir`` drop-in."""
+    _base_os(root)
+    write(root, "/usr/bin/nodeadm", "#!/bin/sh\n", 0o755)
+    write(
+        root,
+        "/etc/systemd/system/kubelet.service",
+        "[Unit]\nDescription=Kubernetes Kubelet\n\n[Service]\nSlice=runtime.slice\n"
+        "EnvironmentFile=/etc/eks/kubelet/environment\n"
+        "ExecStartPre=/sbin/iptables -P FORWARD ACCEPT -w 5\n"
+        "ExecStart=/usr/bin/kubelet \\\n"
+        "    --config /etc/kubernetes/kubelet/config.json \\\n"
+        "    --kubeconfig /var/lib/kubelet/kubeconfig \\\n"
+        "    --container-runtime-endpoint unix:///run/containerd/containerd.sock \\\n"
+        "    $NODEADM_KUBELET_ARGS\n\n[Install]\nWantedBy=multi-user.target\n",
+    )
+    write(
+        root,
+        "/etc/eks/kubelet/environment",
+        'NODEADM_KUBELET_ARGS="--node-ip=10.0.0.1 --hostname-override=ip-10-0-0-1.ec2.internal '
+        f"--image-credential-provider-bin-dir={EKS_BIN} "
+        f"--image-credential-provider-config={EKS_CONFIG} "
+        f'--config-dir={EKS_DROP_INS} --node-labels=eks.amazonaws.com/nodegroup=ng-1"\n',
+    )
+    write(
+        root,
+        "/etc/kubernetes/kubelet/config.json",
+        json.dumps(
+            {
+                "apiVersion": "kubelet.config.k8s.io/v1beta1",
+                "kind": "KubeletConfiguration",
+                "featureGates": {"RotateKubeletServerCertificate": True},
+                "maxPods": 58,
+            },
+            indent=2,
+        ),
+    )
+    write(
+        root,
+        f"{EKS_DROP_INS}/00-nodeadm.conf",
+        json.dumps(
+            {
+                "apiVersion": "kubelet.config.k8s.io/v1beta1",
+                "kind": "KubeletConfiguration",
+                "featureGates": {"KubeletEnsureSecretPulledImages": True},
+                "maxPods": 110,
+            }
+        ),
+    )
+    write(root, EKS_CONFIG, provider_config())
+    _plugins(root, EKS_BIN)
+    return root
