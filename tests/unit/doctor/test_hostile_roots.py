@@ -170,8 +170,13 @@ def _host_files(host: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("row", list(ROWS))
-@pytest.mark.parametrize("output", ["text", "json"])
+#: Text output for the rows whose values are printed; JSON (the stricter) for every row.
+CASES = [(row, "json") for row in ROWS] + [
+    (row, "text") for row in ROWS if "date" in row or "link" in row or "integer" in row
+]
+
+
+@pytest.mark.parametrize(("row", "output"), CASES)
 def test_hostile_root_is_bounded(row: str, output: str, tmp_path: Path) -> None:
     k3s = row.startswith("k3s")
     root = (nodes.k3s_node if k3s else nodes.kubeadm_node)(tmp_path / "node")
