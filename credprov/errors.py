@@ -3,8 +3,8 @@
 Each package's errors derive from :class:`CredprovError` (many also from ``ValueError`` or
 ``OSError``, so older ``except`` clauses keep working). ``str()`` of any of them is one
 line meant for the user and never quotes a secret. The CLI catches this root, prints
-``credprov: error: <message>`` and exits 1; any other exception is a bug in credprov and
-exits 70 ("internal error").
+``credprov: error: <message>`` and exits 1 (2 for a :class:`UsageError`); any other
+exception is a bug in credprov and exits 70 ("internal error").
 """
 
 from __future__ import annotations
@@ -23,6 +23,13 @@ class CredprovError(Exception):
     def with_hint(self, hint: str) -> CredprovError:
         self.hint = hint
         return self
+
+
+class UsageError(CredprovError, ValueError):
+    """The command was asked something it cannot use: an option value or file that does not
+    do (an unreadable ``--objects`` file, a ``--root`` that is not a directory). The one
+    usage error of the library: the CLI prints it as one line and exits 2, as for the
+    argument errors argparse reports. (Also a ``ValueError``, as the doctor's was.)"""
 
 
 # One base per package, so a caller can catch one package's errors; each message is still

@@ -1,4 +1,5 @@
-"""Keeping secrets out of what credprov prints: one redactor and one terminal-safe folder.
+"""Keeping secrets and terminal controls out of what credprov prints: one redactor, one
+sanitiser.
 
 Two mechanisms, used in this order of preference:
 
@@ -14,23 +15,33 @@ Two mechanisms, used in this order of preference:
    would garble every word that contains it; that choice is logged at debug level (``-v 4``)
    without the value.
 
-:func:`terminal_safe` folds text to one line and escapes control characters and escape
-sequences, so plugin output can never move the cursor, recolour or split a log line.
+:func:`terminal_safe` is the one sanitiser for text that reaches a terminal: it escapes control
+characters, escape sequences and bidirectional controls, so a plugin's output or a node's
+file can never move the cursor, recolour, reorder or split a line. It either folds a
+multi-line message onto one line (errors) or shows every line break as ``\\n`` (values and
+report lines, where a newline is data to show, not layout to keep). Labels such as
+``<env NAME of provider P>`` (:func:`env_label`) say *which* secret was left out without
+saying what it was.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Iterable
 
-log = logging.getLogger("credprov.redact")
-
 REDACTED = "<redacted>"
+
+#: The label of a service-account token (KEP-4412) in what credprov prints.
+TOKEN_LABEL = "<service-account token>"
 
 #: Values shorter than this are not scrubbed from free text (see the module docstring).
 MIN_SCRUB_LENGTH = 4
+
+
+def env_label(name: str, provider: str) -> str:
+    """The label printed in place of the value of ``provider``'s ``env`` variable ``name``."""
+    return f"<env {name} of provider {provider}>"
 
 
 def _go_escape(value: str, ascii_only: bool) -> str:
@@ -76,61 +87,98 @@ def spellings(value: str) -> set[str]:
 class Redactor:
     """Replaces known secret values, in every JSON spelling, in free text.
 
-    Values shorter than :data:`MIN_SCRUB_LENGTH` are skipped (and logged at debug level):
-    the structure-based redaction of decoded documents covers them where it matters.
+    Each value is replaced by its label (:data:`REDACTED` unless :meth:`add` was given one);
+    a spelling shared by two values keeps the label it was first added with. Values shorter
+    than :data:`MIN_SCRUB_LENGTH` are skipped (and logged at debug level): the
+    structure-based redaction of decoded documents covers them where it matters.
     """
 
     def __init__(self, values: Iterable[str] = (), min_length: int = MIN_SCRUB_LENGTH) -> None:
         self.min_length = min_length
-        self._forms: set[str] = set()
+        self._labels: dict[str, str] = {}  # spelling -> label
         self._pattern: re.Pattern[str] | None = None
         for value in values:
             self.add(value)
 
-    def add(self, value: str | None) -> None:
+    def add(self, value: str | None, label: str = REDACTED) -> None:
+        """Replace ``value`` (in every spelling) by ``label`` from now on; empty is ignored."""
         if not value:
             return
         if len(value) < self.min_length:
-            log.debug(
+            # Imported here: importing this module must not cost logging's start-up.
+            import logging
+
+            logging.getLogger("credprov.redact").debug(
                 "a secret of %d characters is too short to scrub from free text; "
                 "structured output still redacts it",
                 len(value),
             )
             return
-        before = len(self._forms)
-        self._forms |= spellings(value)
-        if len(self._forms) != before:
-            self._pattern = None
+        for form in spellings(value):
+            if form not in self._labels:
+                self._labels[form] = label
+                self._pattern = None
 
     def __bool__(self) -> bool:
-        return bool(self._forms)
+        return bool(self._labels)
 
     def __call__(self, text: str) -> str:
-        if not self._forms or not text:
+        """``text`` with every known secret replaced by its label."""
+        if not self._labels or not text:
             return text
         if self._pattern is None:
             # Longest first, so a secret that contains another is replaced whole.
-            ordered = sorted(self._forms, key=len, reverse=True)
+            ordered = sorted(self._labels, key=len, reverse=True)
             self._pattern = re.compile("|".join(re.escape(f) for f in ordered))
-        return self._pattern.sub(REDACTED, text)
+        labels = self._labels
+        return self._pattern.sub(lambda match: labels[match.group()], text)
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]")
+#: What must not reach a terminal raw: C0 and C1 controls (ESC, CSI ``\\x9b``, CR, LF, ...),
+#: DEL, the line and paragraph separators, and the bidirectional controls (U+061C, U+200E,
+#: U+200F, U+202A-U+202E, U+2066-U+2069) that make a terminal show text in another order
+#: than it is stored.
+_BEYOND_C0 = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+UNSAFE_CHARACTERS = "\x00-\x1f" + _BEYOND_C0
+_UNSAFE = re.compile(f"[{UNSAFE_CHARACTERS}]")
+_UNSAFE_IN_JSON = re.compile(f"[{_BEYOND_C0}]")  # json.dumps escapes C0 itself
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def _escape_control(match: re.Match[str]) -> str:
-    code = ord(match.group())
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
-def terminal_safe(text: str) -> str:
-    """``text`` on one line with control characters shown as ``\\xNN`` escapes.
+def terminal_safe(text: str, *, fold_lines: bool = True) -> str:
+    """``text`` on one line, every character of :data:`UNSAFE_CHARACTERS` shown as an escape.
 
-    Each line is stripped and the lines are joined with single spaces (as the CLI always
-    folded errors); tabs become spaces; an escape sequence such as ``ESC [ 3 1 m`` prints as
-    ``\\x1b[31m``. Spaces inside a line are kept (some kubelet texts have two in a row).
+    With ``fold_lines`` (for messages: errors, a plugin's stderr) each line is stripped and
+    the lines are joined with single spaces, as the CLI always folded errors, and tabs
+    become spaces. Without it (for values and report lines, where the text is data) nothing
+    is folded: a newline prints as ``\\n``, a carriage return as ``\\r``, a tab as
+    ``\\t``, so a value with a newline cannot forge a second line. Either way an escape
+    sequence such as ``ESC [ 3 1 m`` prints as ``\\x1b[31m``, U+202E as ``\\u202e``, and
+    spaces inside a line are kept (some kubelet texts have two in a row).
     """
     if not text:
         return text
-    folded = " ".join(part.strip() for part in text.splitlines() if part.strip())
-    return _CONTROL.sub(_escape_control, folded.replace("\t", " "))
+    if fold_lines:
+        folded = " ".join(part.strip() for part in text.splitlines() if part.strip())
+        text = folded.replace("\t", " ")
+    return _UNSAFE.sub(_escape, text)
+
+
+def json_terminal_safe(document: str) -> str:
+    """A JSON document (``json.dumps(..., ensure_ascii=False)``) with every character of
+    :data:`UNSAFE_CHARACTERS` it holds raw written as a ``\\uXXXX`` escape.
+
+    The encoder escapes C0 controls already (a raw newline is layout) but writes DEL, C1
+    controls and bidirectional controls raw. Those can only occur inside strings, where
+    ``\\uXXXX`` decodes to the same character, so the document's values stay exact.
+    """
+    return _UNSAFE_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", document)

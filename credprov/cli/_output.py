@@ -13,8 +13,13 @@ REDACTED = "<redacted>"
 
 
 def print_json(value: Any) -> None:
-    json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
-    sys.stdout.write("\n")
+    """``value`` as indented JSON on stdout: exact values, non-ASCII text as is, but no raw
+    terminal control (C1 and bidirectional controls, which the encoder leaves raw, are
+    written as ``\\uXXXX``: :func:`credprov.base.redact.json_terminal_safe`)."""
+    from credprov.base.redact import json_terminal_safe
+
+    document = json.dumps(value, indent=2, ensure_ascii=False)
+    sys.stdout.write(json_terminal_safe(document) + "\n")
 
 
 def secret(value: str, show: bool) -> str:

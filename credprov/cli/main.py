@@ -2,7 +2,8 @@
 
 Every subcommand module exposes ``add_parser(subparsers)`` and ``run(args) -> int``. Errors
 the user can act on are :class:`CLIError` (or a library error) and print one line on
-stderr with exit status 1; usage errors exit 2; nothing prints a traceback.
+stderr with exit status 1; usage errors (argparse's, and
+:class:`credprov.errors.UsageError` from anywhere) exit 2; nothing prints a traceback.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from credprov import __version__
-from credprov.errors import CredprovError
+from credprov.errors import CredprovError, UsageError
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
@@ -302,7 +303,7 @@ def _setup_logging(verbosity: int) -> None:
 def one_line(message: str) -> str:
     """Fold a multi-line message (e.g. YAML errors, plugin stderr) into one line, with
     control characters escaped so nothing from a plugin or a file reaches the terminal raw."""
-    from credprov.base.redact import terminal_safe  # imports logging: only when printing one
+    from credprov.base.redact import terminal_safe  # imported only when printing one
 
     return terminal_safe(str(message))
 
@@ -337,7 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"credprov: error: {one_line(str(exc))}", file=sys.stderr)
         if exc.hint:
             print(f"credprov: hint: {one_line(exc.hint)}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, UsageError) else 1
     except KeyboardInterrupt:
         print("credprov: interrupted", file=sys.stderr)
         return 130

@@ -2,7 +2,8 @@
 
 ``credprov/cli/plugin_cmd.py`` owns the ``plugin`` group and calls :func:`add_test_parser`
 with its subparsers, then adds the common options (``-v``) itself, so this module does not.
-The checks and their rules are documented in :mod:`credprov.credentialprovider.plugin.conformance`.
+The checks, their rules and the text layout (``render_text``) are in
+:mod:`credprov.credentialprovider.plugin.conformance`.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sys
 from typing import Any
 
 from credprov.cli._output import print_json
@@ -162,17 +164,8 @@ def _read_token(path: str) -> str:
     return token
 
 
-def format_line(check: Any) -> str:
-    """``STATUS  <version> <image>  <check>: <detail>``; ``-`` for what does not apply."""
-    version = "-" if check.version is None else check.version.rsplit("/", 1)[-1]
-    # '""' marks the empty-image case, "-" a check that is not about an image.
-    image = "-" if check.image is None else check.image or '""'
-    detail = f": {check.detail}" if check.detail else ""
-    return f"{str(check.status).upper()}  {version} {image}  {check.name}{detail}"
-
-
 def run(args: argparse.Namespace) -> int:
-    from credprov.credentialprovider.plugin.conformance import run_conformance
+    from credprov.credentialprovider.plugin.conformance import render_text, run_conformance
 
     binary = resolve_binary(args.binary)
     token = args.service_account_token
@@ -194,7 +187,5 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "json":
         print_json(report.to_dict())
     else:
-        for check in report.checks:
-            print(format_line(check))
-        print(report.summary())
+        sys.stdout.write(render_text(report))
     return 0 if report.ok else 1

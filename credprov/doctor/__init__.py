@@ -4,8 +4,11 @@
 (:mod:`~credprov.doctor.discovery`), runs every check (:mod:`~credprov.doctor.checks` for
 flags, config and plugins, :mod:`~credprov.doctor.kep` for KEP-2535/KEP-4412) and returns a
 :class:`~credprov.doctor.report.Report`. Read-only: nothing on the node is written; plugins
-run only for ``plugin.responds`` (not with ``no_exec``). Known secrets (provider ``env``
-values, passwords a plugin returned, tokens) are redacted from every finding.
+run only for ``plugin.responds`` (not with ``no_exec``). Known secrets are replaced in every
+finding by a label that says which secret it was (``<env NAME of provider P>``,
+``<service-account token>``); passwords a plugin returned are redacted by the conformance
+harness that judged its answer. Option errors are :class:`~credprov.errors.UsageError`
+(``DoctorUsageError`` is the same class): the CLI exits 2 on them.
 """
 
 from __future__ import annotations

@@ -167,7 +167,7 @@ def check_provider_config(ctx: Context) -> list[Finding]:
         ]
     ctx.config = config
     for provider in config.providers:
-        ctx.secrets.update(var.value for var in provider.env)
+        ctx.redact_env(provider)
     names = ", ".join(p.name for p in config.providers)
     return [
         Finding(

@@ -1,14 +1,26 @@
-"""What every check reads: the operator's options, the node's setup and what was loaded."""
+"""What every check reads: the operator's options, the node's setup and what was loaded.
+
+:class:`Context` is built once by :func:`credprov.doctor.run_doctor` and handed to every
+check in report order; checks that load something later checks need (the provider config,
+the cluster's objects) keep it here, and checks that meet a secret register it with a label
+(:meth:`Context.redact_env`, :meth:`Context.redact_token`), so the report can name it
+without printing it.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from credprov.api import internal
+from credprov.base.redact import TOKEN_LABEL, env_label
 from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT
 from credprov.doctor.discovery import KubeletSetup
 from credprov.doctor.rootfs import NodeRoot
+from credprov.errors import UsageError
+
+TYPE_CHECKING = False  # nodeauth costs start-up; the annotation needs it only when checked
+if TYPE_CHECKING:
+    from credprov.nodeauth.store import ObjectStore
 
 __all__ = ["Context", "DoctorOptions", "DoctorUsageError"]
 
@@ -19,14 +31,20 @@ ENSURE_PULLED_GATE = "KubeletEnsureSecretPulledImages"
 #: (KEP-4412 beta on in 1.34, KEP-2535 beta on in 1.35).
 GATE_DEFAULTS: dict[str, bool] = {SA_TOKEN_GATE: True, ENSURE_PULLED_GATE: True}
 
-
-class DoctorUsageError(ValueError):
-    """A bad option value (an unreadable ``--objects`` file, ...): exit status 2."""
+#: A bad option value (an unreadable ``--objects`` file, a root that is not a directory):
+#: credprov's one usage error, which the CLI prints as one line with exit status 2. The
+#: name is kept for callers of the doctor.
+DoctorUsageError = UsageError
 
 
 @dataclass
 class DoctorOptions:
-    """What ``credprov doctor`` was asked (see its ``--help``)."""
+    """What ``credprov doctor`` was asked (see its ``--help``).
+
+    Paths are as the operator gave them: ``root`` on this machine, ``config``, ``bin_dir``
+    and ``kubelet_config`` inside the node's root; ``objects`` and ``images_file`` on this
+    machine. ``cri`` and ``images_file`` are mutually exclusive sources of the node's images.
+    """
 
     root: str = "/"
     config: str | None = None
@@ -43,15 +61,22 @@ class DoctorOptions:
 
 @dataclass
 class Context:
+    """The state every check reads and a few write (see the module docstring)."""
+
+    #: What the doctor was asked.
     options: DoctorOptions
+    #: The node's filesystem, read inside its root.
     root: NodeRoot
+    #: The kubelet's effective setup and where each value came from.
     setup: KubeletSetup
+    #: The node's machine architecture (``uname -m`` spelling), for plugin binaries.
     machine: str
+    #: The provider config, once ``provider-config.valid`` has loaded it.
     config: internal.CredentialProviderConfig | None = None
-    #: The cluster's objects (``--objects``), an ObjectStore.
-    store: Any = None
-    #: Values never to print (provider env values, plugin passwords).
-    secrets: set[str] = field(default_factory=set)
+    #: The cluster's objects (``--objects``), once loaded.
+    store: ObjectStore | None = None
+    #: Values never to print, each with the label printed in its place.
+    secrets: dict[str, str] = field(default_factory=dict)
     #: Provider name -> plugin.present/plugin.runnable passed.
     runnable: dict[str, bool] = field(default_factory=dict)
     #: Why the kubelet runs no plugin at all (k3s/RKE2 without both provider paths); the
@@ -59,12 +84,30 @@ class Context:
     providers_off: str | None = None
 
     def gate(self, name: str) -> bool:
+        """The feature gate's effective value on the node (its kubelet default if unset)."""
         value = self.setup.feature_gates.get(name)
         return GATE_DEFAULTS.get(name, False) if value is None else bool(value.value)
 
     def gates(self) -> dict[str, bool]:
+        """Every gate of :data:`GATE_DEFAULTS` with its effective value."""
         return {name: self.gate(name) for name in GATE_DEFAULTS}
 
     @property
     def node_name(self) -> str:
+        """The node's name as the kubelet would register it ("" when unknown)."""
         return str(self.setup.get("nodeName") or "")
+
+    def redact_env(self, provider: internal.CredentialProvider) -> None:
+        """Never print ``provider``'s ``env`` values: each shows as
+        ``<env NAME of provider P>``."""
+        for var in provider.env:
+            self._add_secret(var.value, env_label(var.name, provider.name))
+
+    def redact_token(self, token: str) -> None:
+        """Never print ``token``: it shows as ``<service-account token>``."""
+        self._add_secret(token, TOKEN_LABEL)
+
+    def _add_secret(self, value: str, label: str) -> None:
+        # The first label a value gets stays: it names where the doctor first met it.
+        if value:
+            self.secrets.setdefault(value, label)

@@ -320,7 +320,7 @@ def check_kep4412_rbac(ctx: Context) -> list[Finding]:
                         pod_uid=str((pod.get("metadata") or {}).get("uid") or ""),
                     )
                 )
-                ctx.secrets.add(token)
+                ctx.redact_token(token)
                 checked.append(f"{namespace}/{name} ({sa})")
             except ServiceAccountError as exc:
                 failures.append(f"pod {namespace}/{name} ({sa}): {exc}")

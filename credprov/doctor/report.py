@@ -1,19 +1,23 @@
-"""The doctor's findings: one :class:`Finding` per check and subject, and how they print.
+"""The doctor's report: its findings grouped by check, the node's setup, and how they print.
 
-Statuses are the conformance harness's (:class:`credprov.credentialprovider.plugin.conformance.Status`): ``fail`` is
-what makes the kubelet exit or a pod stop starting, ``warn`` what works today but is likely
-wrong, ``skip`` a check that could not or was asked not to run.
+The model is the one every checking tool shares (:mod:`credprov.base.report`: ``Status``,
+``Finding``, the report base); this module adds the node's setup to it, the order and headings
+of the checks (:data:`GROUPS`) and the README's text layout. Every string :func:`render_text`
+takes from the node or a finding goes through :func:`credprov.base.report.text`, so a value
+from a node file (a hostname, a flag, a ``/proc`` command line, a provider name) prints on
+the line it belongs to, with its controls escaped: one finding is one line, plus at most one
+hint line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from credprov.credentialprovider.plugin.conformance import Status
+from credprov.base import report as base
+from credprov.base.report import Finding, Status, status_label, text
 
-__all__ = ["GROUPS", "Finding", "Report", "Status", "render_text"]
+__all__ = ["GROUPS", "SUMMARY_ORDER", "Finding", "Report", "Status", "render_text"]
 
 #: Check id -> the heading it is printed under (in this order).
 GROUPS: dict[str, str] = {
@@ -33,107 +37,76 @@ GROUPS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Finding:
-    id: str
-    status: Status
-    subject: str
-    message: str
-    hint: str = ""
-
-    def to_dict(self) -> dict[str, str]:
-        return {
-            "id": self.id,
-            "status": str(self.status),
-            "subject": self.subject,
-            "message": self.message,
-            "hint": self.hint,
-        }
+#: The order of ``summary`` in the doctor's JSON (and of the text's last line).
+SUMMARY_ORDER = (Status.PASS, Status.WARN, Status.FAIL, Status.SKIP)
 
 
 @dataclass
-class Report:
+class Report(base.Report[Finding]):
+    """What :func:`credprov.doctor.run_doctor` found.
+
+    ``node`` is the node's effective setup as :meth:`credprov.doctor.discovery.KubeletSetup.to_dict`
+    gives it (each value with its source, ``featureGates``, ``notes``); ``checks`` the
+    findings in the order the checks ran.
+    """
+
     node: dict[str, Any]
     checks: list[Finding] = field(default_factory=list)
 
-    def count(self, status: Status) -> int:
-        return sum(1 for c in self.checks if c.status == status)
-
-    @property
-    def failed(self) -> bool:
-        return self.count(Status.FAIL) > 0
-
     def summary(self) -> dict[str, int]:
-        return {str(s): self.count(s) for s in (Status.PASS, Status.WARN, Status.FAIL, Status.SKIP)}
-
-    def by_id(self, check_id: str) -> list[Finding]:
-        return [c for c in self.checks if c.id == check_id]
+        """``{"pass": n, "warn": n, "fail": n, "skip": n}``."""
+        return self.counts(SUMMARY_ORDER)
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as ``-o json`` prints it: ``node``, ``checks``, ``summary``."""
         return {
             "node": self.node,
             "checks": [c.to_dict() for c in self.checks],
             "summary": self.summary(),
         }
 
-    def redact(self, secrets: Iterable[str]) -> None:
-        """Replace every known secret value in every message and hint."""
-        values = sorted({s for s in secrets if s}, key=len, reverse=True)
-        if not values:
-            return
 
-        def scrub(text: str) -> str:
-            for value in values:
-                text = text.replace(value, "<redacted>")
-            return text
-
-        self.checks = [
-            Finding(c.id, c.status, scrub(c.subject), scrub(c.message), scrub(c.hint))
-            for c in self.checks
-        ]
-
-
-_COLOURS = {
-    Status.PASS: "\033[32m",
-    Status.WARN: "\033[33m",
-    Status.FAIL: "\033[31m",
-    Status.SKIP: "\033[2m",
-}
-_RESET = "\033[0m"
+#: The heading of findings whose check is not in :data:`GROUPS`, printed last.
+OTHER_GROUP = "other"
 
 
 def render_text(report: Report, colour: bool = False) -> str:
-    """Grouped, one line per finding (plus its hint when it did not pass), a summary last."""
-    paint: Callable[[Status, str], str] = (
-        (lambda s, t: f"{_COLOURS[s]}{t}{_RESET}") if colour else (lambda s, t: t)
-    )
+    """The README's layout: the node's setup, then one line per finding under its group's
+    heading (plus its hint when it failed or warned), the summary last.
+
+    Every key, value, source, note, subject, message and hint is printed through
+    :func:`~credprov.base.report.text`, so nothing from the node reaches the terminal raw
+    and no value can add a line. ``colour`` paints the status labels.
+    """
     lines: list[str] = ["node"]
     for key, value in report.node.items():
         if isinstance(value, dict) and "value" in value and "source" in value:
             shown = value["value"]
             if isinstance(shown, list):
                 shown = ", ".join(str(v) for v in shown) or "[]"
-            lines.append(f"  {key}: {shown}  ({value['source']})")
+            lines.append(f"  {text(key)}: {text(shown)}  ({text(value['source'])})")
         elif key == "featureGates" and isinstance(value, dict):
             for gate, v in value.items():
-                lines.append(f"  featureGates.{gate}: {str(v['value']).lower()}  ({v['source']})")
+                shown = text(str(v["value"]).lower())
+                lines.append(f"  featureGates.{text(gate)}: {shown}  ({text(v['source'])})")
         elif key == "notes":
-            lines.extend(f"  note: {note}" for note in value)
+            lines.extend(f"  note: {text(note)}" for note in value)
         elif value is not None and not isinstance(value, dict):
-            lines.append(f"  {key}: {value}")
-    order = list(dict.fromkeys(GROUPS.values()))
-    for group in order:
-        findings = [c for c in report.checks if GROUPS.get(c.id, "other") == group]
+            lines.append(f"  {text(key)}: {text(value)}")
+    groups = list(dict.fromkeys(GROUPS.values()))
+    groups.append(OTHER_GROUP)  # a check missing from GROUPS still prints
+    for group in groups:
+        findings = [c for c in report.checks if GROUPS.get(c.id, OTHER_GROUP) == group]
         if not findings:
             continue
         lines.append("")
         lines.append(group)
         for c in findings:
-            label = paint(c.status, f"{str(c.status).upper():4}")
-            subject = f" [{c.subject}]" if c.subject else ""
-            lines.append(f"  {label} {c.id}{subject}: {c.message}")
+            subject = f" [{text(c.subject)}]" if c.subject else ""
+            label = status_label(c.status, colour)
+            lines.append(f"  {label} {text(c.id)}{subject}: {text(c.message)}")
             if c.hint and c.status in (Status.FAIL, Status.WARN):
-                lines.append(f"       hint: {c.hint}")
+                lines.append(f"       hint: {text(c.hint)}")
     s = report.summary()
     lines.append("")
     lines.append(

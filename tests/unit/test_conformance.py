@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -16,12 +17,12 @@ import pytest
 
 from credprov._go.durations import MILLISECOND, SECOND
 from credprov.cli.main import CLIError
-from credprov.cli.plugin_test_cmd import add_test_parser, format_line, run
+from credprov.cli.plugin_test_cmd import add_test_parser, run
 from credprov.credentialprovider.plugin.conformance import (
-    REDACTED,
     Check,
     Report,
     Status,
+    format_line,
     normalize_api_version,
     run_conformance,
 )
@@ -368,12 +369,13 @@ def test_every_version_answered_with_v1_fails_older_versions(bin_dir: Path) -> N
 
 
 def test_decode_details_redact_passwords(fake: Path) -> None:
-    # The duration error quotes the (password-valued) duration: it must be redacted.
+    # The duration error quotes the (password-valued) duration: it must be redacted. The
+    # value is an env value too: the label names the variable, not the value.
     env = {"FAKE_PASSWORD": "hunter2-secret", "FAKE_CACHE_DURATION": "hunter2-secret"}
     report = run_conformance(str(fake), [IMAGE], [V1], env=env)
     decode = [c for c in report.checks if c.name == "strict decode"]
     assert decode[0].status == Status.FAIL
-    assert REDACTED in decode[0].detail
+    assert 'invalid duration "<env FAKE_PASSWORD of provider fake>"' in decode[0].detail
     assert "hunter2-secret" not in report_text(report)
 
 
@@ -630,3 +632,44 @@ def test_hung_plugin_is_judged_within_one_deadline(
             f"SKIP  v1 {IMAGE}  wrong kind: rejected: not run: {first}; a hung plugin is "
             "judged within one deadline"
         )
+
+
+# -- text output is one line per check, whatever the plugin answers -----------------------------
+
+#: What a hostile or broken plugin may put in an auth key: a line of its own, a carriage
+#: return, an escape sequence, a C1 CSI and a right-to-left override.
+FORGED = "\n  PASS forged\r\x1b[2J\x9b\u202e"
+
+FORGING_PLUGIN = r"""
+import json, sys
+req = json.loads(sys.stdin.read())
+key = req["image"].split("/")[0] + "\n  PASS forged\r\x1b[2J\x9b\u202e"
+sys.stderr.write("log line\x1b[31m\x9b\u202e\n  PASS stderr\n")
+sys.stdout.write(json.dumps({
+    "kind": "CredentialProviderResponse", "apiVersion": req["apiVersion"],
+    "cacheKeyType": "Registry", "cacheDuration": "5m",
+    "auth": {key: {"username": "u", "password": "forging-password-1"}},
+}))
+"""
+
+
+def test_text_output_escapes_what_the_plugin_answers(
+    bin_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from credprov.base.redact import UNSAFE_CHARACTERS
+
+    plugin = write_plugin(bin_dir, "forging", FORGING_PLUGIN)
+    argv = [str(plugin), "--image", IMAGE, "--api-version", "v1", "--timeout", "30s"]
+    assert run(cli([*argv, "-o", "json"])) == 1
+    checks = json.loads(capsys.readouterr().out)["checks"]
+    # JSON keeps the exact name.
+    assert f"auth key registry.io{FORGED}" in {c["name"] for c in checks}
+    assert run(cli(argv)) == 1
+    out = capsys.readouterr().out
+    lines = out.split("\n")
+    assert lines.pop() == ""
+    assert len(lines) == len(checks) + 1  # one line per check, the summary
+    for line in lines:
+        assert not re.search(f"[{UNSAFE_CHARACTERS}]", line), repr(line)
+        assert line.split()[0] in ("PASS", "FAIL", "WARN", "SKIP") or line.startswith("FAIL: ")
+    assert "auth key registry.io\\n  PASS forged\\r\\x1b[2J\\x9b\\u202e" in out

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from credprov.base.redact import Redactor, spellings, terminal_safe
+from credprov.base.redact import Redactor, json_terminal_safe, spellings, terminal_safe
 from credprov.cli.main import main
 from tests.conftest import write_config
 
@@ -97,11 +97,13 @@ def test_config_env_values_are_scrubbed_from_plugin_stderr(
             code, out, err = _run(capsys, *argv, "registry.io/app", "-o", output)
             assert code == 1
             assert ENV_CANARY not in out + err, (command, output)
-            assert "<redacted>" in out + err
+            # Which variable, not its value.
+            assert "env=API_KEY=<env API_KEY of provider p>" in out + err
             if output == "text":
                 assert "second line" in out + err
                 error_lines = [ln for ln in (out + err).splitlines() if "second line" in ln]
-                assert len(error_lines) == 1 and "env=API_KEY=<redacted>" in error_lines[0]
+                assert len(error_lines) == 1
+                assert "env=API_KEY=<env API_KEY of provider p>" in error_lines[0]
 
 
 def test_one_character_password_does_not_garble_conformance_output(
@@ -178,4 +180,57 @@ def test_terminal_safe_keeps_double_spaces_and_folds_lines() -> None:
     assert (
         terminal_safe("executable  did\nnot\x1b[2J exist\t!")
         == "executable  did not\\x1b[2J exist !"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "fold_lines", "expected"),
+    [
+        ("a\n  PASS forged", True, "a PASS forged"),
+        ("a\n  PASS forged", False, "a\\n  PASS forged"),
+        ("a\r\nb\rc", False, "a\\r\\nb\\rc"),
+        ("tab\there", True, "tab here"),
+        ("tab\there", False, "tab\\there"),
+        ("x\x1b[2Jy\x07", False, "x\\x1b[2Jy\\x07"),
+        ("csi\x9b31m del\x7f", False, "csi\\x9b31m del\\x7f"),
+        (
+            "abc\u202edef \u2066x\u2069 \u200f\u061c",
+            True,
+            "abc\\u202edef \\u2066x\\u2069 \\u200f\\u061c",
+        ),
+        ("para\u2029graph", False, "para\\u2029graph"),
+        ("päss wörd 日本  two spaces", False, "päss wörd 日本  two spaces"),
+        ("", False, ""),
+    ],
+    ids=[
+        "folded",
+        "newline-escaped",
+        "carriage-returns",
+        "tab-folded",
+        "tab-escaped",
+        "escape-sequence-and-bell",
+        "c1-csi-and-del",
+        "bidi-controls",
+        "paragraph-separator",
+        "printable-kept",
+        "empty",
+    ],
+)
+def test_terminal_safe(text: str, fold_lines: bool, expected: str) -> None:
+    assert terminal_safe(text, fold_lines=fold_lines) == expected
+
+
+def test_json_terminal_safe_keeps_values_exact() -> None:
+    value = {"v": "csi\x9b rlo\u202e nl\n esc\x1b é"}
+    document = json_terminal_safe(json.dumps(value, indent=2, ensure_ascii=False))
+    assert json.loads(document) == value
+    assert "\x9b" not in document and "\u202e" not in document and "é" in document
+
+
+def test_redactor_labels_say_which_secret() -> None:
+    scrub = Redactor(["token-value-1"])
+    scrub.add("p&ss-w0rd", "<env API_KEY of provider p>")
+    scrub.add("p&ss-w0rd", "<redacted>")  # the first label stays
+    assert scrub('t=token-value-1 k="p\\u0026ss-w0rd" raw p&ss-w0rd') == (
+        't=<redacted> k="<env API_KEY of provider p>" raw <env API_KEY of provider p>'
     )

@@ -52,28 +52,35 @@ knows an image it should answer for. Images are normalised as the kubelet does
 (``nginx`` is sent as ``docker.io/library/nginx``).
 
 Nothing here prints a password: every detail is passed through a redactor that knows the
-tokens sent and every password-like value found in the plugin's output, and replaces them
-with :data:`REDACTED`.
+``env`` values (each shown as ``<env NAME of provider P>``, ``P`` the binary's name), the
+tokens sent and every password-like value found in the plugin's output (shown as
+:data:`REDACTED`).
+
+The report is the model ``credprov doctor`` shares (:mod:`credprov.base.report`): a
+:class:`Check` is a finding about the plugin's runs, :class:`Report` a report of them, and
+:func:`render_text` prints every name and detail through the same sanitiser, so an auth key
+with a newline in a plugin's answer cannot add a line.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
-import enum
 import json
 import secrets
 import subprocess
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from credprov._go.decode import DecodeError
 from credprov._go.durations import SECOND, DurationError, format_duration, parse_duration
 from credprov.api import internal
 from credprov.api.exec import api_version_of, interpret_response_gvk
-from credprov.base.redact import REDACTED, Redactor, terminal_safe
+from credprov.base import report as base
+from credprov.base.redact import REDACTED, Redactor, env_label, terminal_safe
+from credprov.base.report import Finding, Status, status_label, text
 from credprov.credentialprovider.images import parse_image_name
 from credprov.credentialprovider.matching import explain_match, parse_schemeless_url, urls_match_str
 from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, ExecPlugin, PluginError
@@ -88,11 +95,11 @@ __all__ = [
     "Redactor",
     "Report",
     "Status",
+    "format_line",
     "normalize_api_version",
+    "render_text",
     "run_conformance",
 ]
-
-#: Replaces every known secret in a detail.
 
 #: A run slower than this fraction of the deadline is a warning.
 SLOW_FRACTION = 0.1
@@ -110,25 +117,55 @@ _MAX_DETAIL = 300
 _MAX_STDERR_LINE = 512
 
 
-class Status(enum.StrEnum):
-    PASS = "pass"
-    FAIL = "fail"
-    WARN = "warn"
-    SKIP = "skip"
+@dataclass(frozen=True, init=False)
+class Check(Finding):
+    """One verdict about the plugin's runs: a :class:`~credprov.base.report.Finding` whose
+    ``id`` is the check's :attr:`name` and ``message`` its :attr:`detail` (``subject`` and
+    ``hint`` stay empty), with the run it looked at.
 
+    ``version``/``image`` are ``None`` when the check is not about one (``image`` is ``""``
+    for the empty-image case); ``duration`` is the seconds of the plugin run the check
+    looked at. The constructor keeps the harness's positional order (name, status, detail,
+    duration, version, image), so ``dataclasses.replace`` does not apply: use
+    :meth:`scrubbed`.
+    """
 
-@dataclass(frozen=True)
-class Check:
-    """One verdict. ``version``/``image`` are ``None`` when the check is not about one."""
-
-    name: str
-    status: Status
-    detail: str = ""
-    duration: float | None = None  # seconds of the plugin run the check looked at
+    duration: float | None = None
     version: str | None = None
     image: str | None = None
 
+    def __init__(
+        self,
+        name: str,
+        status: Status,
+        detail: str = "",
+        duration: float | None = None,
+        version: str | None = None,
+        image: str | None = None,
+    ) -> None:
+        super().__init__(name, status, "", detail)
+        object.__setattr__(self, "duration", duration)
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "image", image)
+
+    @property
+    def name(self) -> str:
+        """The check's name (``exit``, ``cacheKeyType``, ``auth key K``, ...)."""
+        return self.id
+
+    @property
+    def detail(self) -> str:
+        """Why the verdict is what it is (redacted, one line, at most 300 characters)."""
+        return self.message
+
+    def scrubbed(self, scrub: Callable[[str], str]) -> Self:
+        """This check with ``scrub`` applied to its detail."""
+        return type(self)(
+            self.name, self.status, scrub(self.detail), self.duration, self.version, self.image
+        )
+
     def to_dict(self) -> dict[str, Any]:
+        """The check as ``-o json`` prints it (``name``, ``detail``, ``apiVersion``, ...)."""
         return {
             "name": self.name,
             "status": str(self.status),
@@ -140,25 +177,19 @@ class Check:
 
 
 @dataclass
-class Report:
+class Report(base.Report[Check]):
+    """What :func:`run_conformance` found: the run's inputs, every check in order and the
+    whole run's wall time in seconds."""
+
     binary: str
     images: list[str]
     api_versions: list[str]
     timeout_ns: int
     checks: list[Check] = field(default_factory=list)
-    duration: float = 0.0  # seconds, whole run
-
-    def count(self, status: Status) -> int:
-        return sum(1 for c in self.checks if c.status == status)
-
-    @property
-    def ok(self) -> bool:
-        return self.count(Status.FAIL) == 0
-
-    def failures(self) -> list[Check]:
-        return [c for c in self.checks if c.status == Status.FAIL]
+    duration: float = 0.0
 
     def summary(self) -> str:
+        """The text's last line: the verdict, the counts and the time taken."""
         verdict = "PASS" if self.ok else "FAIL"
         return (
             f"{verdict}: {len(self.checks)} checks: {self.count(Status.PASS)} passed, "
@@ -167,16 +198,37 @@ class Report:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as ``-o json`` prints it."""
         return {
             "binary": self.binary,
             "images": list(self.images),
             "apiVersions": list(self.api_versions),
             "timeout": format_duration(self.timeout_ns),
             "ok": self.ok,
-            "counts": {str(s): self.count(s) for s in Status},
+            "counts": self.counts(),
             "durationSeconds": round(self.duration, 4),
             "checks": [c.to_dict() for c in self.checks],
         }
+
+
+def format_line(check: Check) -> str:
+    """``STATUS  <version> <image>  <check>: <detail>``; ``-`` for what does not apply.
+
+    The name may quote the plugin's answer (``auth key K``) and the detail its output: both
+    are printed through :func:`~credprov.base.report.text`, so the line stays one line.
+    """
+    version = "-" if check.version is None else check.version.rsplit("/", 1)[-1]
+    # '""' marks the empty-image case, "-" a check that is not about an image.
+    image = "-" if check.image is None else check.image or '""'
+    detail = f": {text(check.detail)}" if check.detail else ""
+    return (
+        f"{status_label(check.status)}  {text(version)} {text(image)}  {text(check.name)}{detail}"
+    )
+
+
+def render_text(report: Report) -> str:
+    """``plugin test``'s text output: one :func:`format_line` per check, the summary last."""
+    return "".join(f"{format_line(c)}\n" for c in report.checks) + report.summary() + "\n"
 
 
 def normalize_api_version(version: str) -> str:
@@ -237,6 +289,9 @@ def run_conformance(
         env=[internal.ExecEnvVar(k, v) for k, v in (env or {}).items()],
         timeout_ns=timeout_ns,
     )
+    for name, value in (env or {}).items():
+        # Before the passwords it learns: a value that is both keeps its variable's name.
+        ctx.redactor.add(value, env_label(name, ctx.name))
     token = service_account_token or ""
     if token:
         ctx.redactor.add(token)

@@ -26,7 +26,7 @@ from credprov._go.decode import DecodeError, load_document
 from credprov._go.durations import MINUTE
 from credprov.api import internal
 from credprov.api.exec import decode_response, encode_request, interpret_response_gvk
-from credprov.base.redact import Redactor, terminal_safe
+from credprov.base.redact import Redactor, env_label, terminal_safe
 from credprov.credentialprovider.plugin.metrics import Metrics
 from credprov.errors import CredentialProviderError
 
@@ -162,10 +162,13 @@ class ExecPlugin:
         neither the pod's service-account token nor the config's ``env`` values in it.
 
         Beyond the kubelet, which appends stderr verbatim: a plugin that echoes its stdin
-        or environment on failure must not put secrets or terminal escapes into logs.
+        or environment on failure must not put secrets or terminal escapes into logs. An
+        ``env`` value is replaced by a label naming its variable (``open <env
+        AWS_CONFIG_FILE of provider ecr>: no such file``), the token by ``<redacted>``.
         """
-        scrub = Redactor([var.value for var in self.env])
-        scrub.add(request.service_account_token)
+        scrub = Redactor([request.service_account_token])
+        for var in self.env:
+            scrub.add(var.value, env_label(var.name, self.name))
         return terminal_safe(scrub(stderr.decode("utf-8", "replace")))
 
     def _communicate(
