@@ -154,6 +154,17 @@ class NodeRoot:
         except (OSError, ValueError):
             return []
 
+    def lstat(self, node_path: str) -> os.stat_result | None:
+        """Like :meth:`stat`, but a final symlink is not followed (its parents are, inside
+        the root): tells a dangling or looping link from a missing file."""
+        parent, _, name = node_path.rstrip("/").rpartition("/")
+        if name in ("", ".", ".."):
+            return self.stat(node_path)
+        try:
+            return os.lstat(os.path.join(self.host_path(parent or "/"), name))
+        except (OSError, ValueError):
+            return None
+
 
 def describe_error(exc: OSError) -> str:
     """One line for a read error: ``<path>: <reason>``."""
