@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from credprov.api import internal
 from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT
 from credprov.doctor.discovery import KubeletSetup
 from credprov.doctor.rootfs import NodeRoot
+
+if TYPE_CHECKING:
+    from credprov.nodeauth.store import ObjectStore
 
 __all__ = ["Context", "DoctorOptions", "DoctorUsageError"]
 
@@ -43,25 +46,31 @@ class DoctorOptions:
 
 @dataclass
 class Context:
+    """One doctor run: what every check reads, and what earlier checks leave for later ones."""
+
     options: DoctorOptions
     root: NodeRoot
     setup: KubeletSetup
     machine: str
     config: internal.CredentialProviderConfig | None = None
-    #: The cluster's objects (``--objects``), an ObjectStore.
-    store: Any = None
+    #: The cluster's objects (``--objects``), loaded by ``cluster.load_store``.
+    store: ObjectStore | None = None
     #: Values never to print (provider env values, plugin passwords).
     secrets: set[str] = field(default_factory=set)
     #: Provider name -> plugin.present/plugin.runnable passed.
     runnable: dict[str, bool] = field(default_factory=dict)
 
     def gate(self, name: str) -> bool:
+        """Whether the node's kubelet runs with feature gate ``name`` on (its default when
+        nothing sets it)."""
         value = self.setup.feature_gates.get(name)
         return GATE_DEFAULTS.get(name, False) if value is None else bool(value.value)
 
     def gates(self) -> dict[str, bool]:
+        """Every credential gate, on or off."""
         return {name: self.gate(name) for name in GATE_DEFAULTS}
 
     @property
     def node_name(self) -> str:
+        """The node's name as the kubelet registers it ("" when unknown)."""
         return str(self.setup.get("nodeName") or "")
