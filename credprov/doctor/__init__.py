@@ -2,7 +2,9 @@
 
 :func:`run_doctor` finds the kubelet's effective setup under a node root
 (:mod:`~credprov.doctor.discovery`), runs every check (:mod:`~credprov.doctor.checks` for
-flags, config and plugins, :mod:`~credprov.doctor.kep` for KEP-2535/KEP-4412) and returns a
+flags, config and plugins, :mod:`~credprov.doctor.kep2535` and
+:mod:`~credprov.doctor.kep4412` for the KEPs, over the cluster's objects and the node's
+images loaded by :mod:`~credprov.doctor.cluster`) and returns a
 :class:`~credprov.doctor.report.Report`. Read-only: nothing on the node is written; plugins
 run only for ``plugin.responds`` (not with ``no_exec``). Known secrets are replaced in every
 finding by a label that says which secret it was (``<env NAME of provider P>``,
@@ -40,7 +42,7 @@ def run_doctor(options: DoctorOptions) -> Report:
     """
     import os
 
-    from credprov.doctor import checks, kep
+    from credprov.doctor import checks, cluster, kep2535, kep4412
     from credprov.doctor.binaries import node_machine
 
     if not os.path.isdir(options.root):
@@ -57,7 +59,7 @@ def run_doctor(options: DoctorOptions) -> Report:
     )
     ctx = Context(options=options, root=root, setup=setup, machine=node_machine(root))
     if options.objects:
-        kep.load_store(ctx)  # usage errors before anything runs
+        cluster.load_store(ctx)  # usage errors before anything runs
     report = Report(node=setup.to_dict())
     if checks.no_kubelet(ctx):
         # Nothing on this node to judge: defaults would only produce PASS lines.
@@ -75,10 +77,10 @@ def run_doctor(options: DoctorOptions) -> Report:
         checks.check_bin_dir,
         checks.check_plugins,
         checks.check_image_match,
-        kep.check_pull_policy,
-        kep.check_pull_records,
-        kep.check_kep4412_rbac,
-        kep.check_kep2535_preflight,
+        kep2535.check_pull_policy,
+        kep2535.check_pull_records,
+        kep4412.check_kep4412_rbac,
+        kep2535.check_kep2535_preflight,
     ):
         report.checks.extend(check(ctx))
     report.redact(ctx.secrets)

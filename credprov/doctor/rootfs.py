@@ -200,7 +200,8 @@ class NodeRoot:
             resolved.close()
 
     def lstat(self, node_path: str) -> os.stat_result | None:
-        """:meth:`stat` without following a final symlink."""
+        """:meth:`stat` without following a final symlink (its parents are followed, inside
+        the root): tells a dangling or looping link from a missing file."""
         return self.stat(node_path, follow=False)
 
     def exists(self, node_path: str) -> bool:

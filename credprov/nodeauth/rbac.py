@@ -73,6 +73,17 @@ class Rule:
         return not self.resource_names or attrs.name in self.resource_names
 
 
+def _items(value: Any) -> list[Any]:
+    """A list field, or [] when the object holds something else there (the API server
+    would refuse such an object; an objects file may still carry one)."""
+    return value if isinstance(value, list) else []
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """An object field, or {} when the object holds something else there."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def _subject_matches(subject: Mapping[str, Any], attrs: Attributes, binding_ns: str) -> bool:
     kind = subject.get("kind")
     name = subject.get("name")
@@ -105,7 +116,7 @@ class RBACAuthorizer:
             name = str(meta.get("name", ""))
             if kind in ("ClusterRole", "Role"):
                 rules = tuple(
-                    Rule.from_dict(r) for r in obj.get("rules") or () if isinstance(r, dict)
+                    Rule.from_dict(r) for r in _items(obj.get("rules")) if isinstance(r, dict)
                 )
                 if kind == "ClusterRole":
                     self._cluster_roles[name] = rules
@@ -115,7 +126,7 @@ class RBACAuthorizer:
                 self._bindings.append(obj)
 
     def _rules(self, binding: Mapping[str, Any]) -> Sequence[Rule]:
-        ref = binding.get("roleRef") or {}
+        ref = _mapping(binding.get("roleRef"))
         if ref.get("kind") == "ClusterRole":
             return self._cluster_roles.get(str(ref.get("name", "")), ())
         ns = str((binding.get("metadata") or {}).get("namespace", ""))
@@ -129,12 +140,12 @@ class RBACAuthorizer:
             kind = binding.get("kind")
             if kind == "RoleBinding" and binding_ns != attrs.namespace:
                 continue
-            subjects = [s for s in binding.get("subjects") or () if isinstance(s, dict)]
+            subjects = [s for s in _items(binding.get("subjects")) if isinstance(s, dict)]
             subject = next((s for s in subjects if _subject_matches(s, attrs, binding_ns)), None)
             if subject is None:
                 continue
             if any(rule.allows(attrs) for rule in self._rules(binding)):
-                ref = binding.get("roleRef") or {}
+                ref = _mapping(binding.get("roleRef"))
                 where = f' in namespace "{binding_ns}"' if kind == "RoleBinding" else ""
                 return Decision.allow(
                     f'RBAC: allowed by {kind} "{meta.get("name", "")}" of {ref.get("kind")} '

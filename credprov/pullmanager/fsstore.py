@@ -35,7 +35,10 @@ Where we are stronger than upstream:
   looking name that is not a regular file (a directory, a symlink, a FIFO) is reported as an
   error by the list functions instead of being skipped silently: an absent record would let
   a preloaded-image policy through, an error makes the manager fail safe;
-* error messages carry the path and a one-line reason, never the file's content;
+* error messages carry the path and a one-line reason, never the file's content; the
+  decoding step alone (:func:`decode_intent_file`, :func:`decode_record_file`: bytes in,
+  the same messages out) serves readers that fetch the bytes their own way, such as the
+  doctor reading a node image through its root;
 * :meth:`~FSPullRecordsAccessor.locked`/:meth:`~FSPullRecordsAccessor.global_lock` are
   ``flock``-based striped locks shared by every process using the same kubelet root (upstream
   has in-process mutexes only and assumes one kubelet). The store does **not** take them
@@ -82,6 +85,8 @@ __all__ = [
     "TMP_SUFFIX",
     "FSPullRecordsAccessor",
     "LockKind",
+    "decode_intent_file",
+    "decode_record_file",
     "is_cache_filename",
 ]
 
@@ -145,6 +150,34 @@ def _reason(exc: BaseException) -> str:
 
 class _Unusable(Exception):
     """A file that exists but cannot be used; ``str()`` is ``<path>: <reason>``."""
+
+
+def decode_intent_file(path: str, data: bytes) -> tuple[str, ImagePullIntent]:
+    """(version, intent) from the bytes of the intent file ``path``, as the list functions
+    decode them. Pure: ``path`` only names the file in the error, so a reader that fetched
+    the bytes its own way (the doctor, through a node root) reports what the store would.
+
+    Raises:
+        StoreReadError: ``<path>: not a valid ImagePullIntent: <reason>`` (one line, never
+            the file's content).
+    """
+    try:
+        return decode_intent(data)
+    except RecordDecodeError as exc:
+        raise StoreReadError(f"{path}: not a valid ImagePullIntent: {_reason(exc)}") from exc
+
+
+def decode_record_file(path: str, data: bytes) -> tuple[str, ImagePulledRecord]:
+    """(version, record) from the bytes of the record file ``path``; see
+    :func:`decode_intent_file`.
+
+    Raises:
+        StoreReadError: ``<path>: not a valid ImagePulledRecord: <reason>``.
+    """
+    try:
+        return decode_record(data)
+    except RecordDecodeError as exc:
+        raise StoreReadError(f"{path}: not a valid ImagePulledRecord: {_reason(exc)}") from exc
 
 
 class FSPullRecordsAccessor:
@@ -369,18 +402,18 @@ class FSPullRecordsAccessor:
         if data is None:
             return None
         try:
-            return decode_intent(data)
-        except RecordDecodeError as exc:
-            raise _Unusable(f"{path}: not a valid ImagePullIntent: {_reason(exc)}") from exc
+            return decode_intent_file(path, data)
+        except StoreReadError as exc:
+            raise _Unusable(str(exc)) from exc.__cause__
 
     def _load_record(self, path: str) -> tuple[str, ImagePulledRecord] | None:
         data = self._read(path)
         if data is None:
             return None
         try:
-            return decode_record(data)
-        except RecordDecodeError as exc:
-            raise _Unusable(f"{path}: not a valid ImagePulledRecord: {_reason(exc)}") from exc
+            return decode_record_file(path, data)
+        except StoreReadError as exc:
+            raise _Unusable(str(exc)) from exc.__cause__
 
     @staticmethod
     def _read(path: str) -> bytes | None:
