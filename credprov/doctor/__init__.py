@@ -4,7 +4,8 @@
 (:mod:`~credprov.doctor.discovery`), runs every check (:mod:`~credprov.doctor.checks` for
 flags, config and plugins, :mod:`~credprov.doctor.kep` for KEP-2535/KEP-4412) and returns a
 :class:`~credprov.doctor.report.Report`. Read-only: nothing on the node is written; plugins
-run only for ``plugin.responds`` (not with ``no_exec``). Known secrets (provider ``env``
+run only for ``plugin.responds`` (not with ``no_exec``), and a node image's plugins only
+confined inside it (:mod:`~credprov.doctor.sandbox`). Known secrets (provider ``env``
 values, passwords a plugin returned, tokens) are redacted from every finding.
 """
 

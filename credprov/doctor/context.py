@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from credprov._go.durations import MINUTE
 from credprov.api import internal
 from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT
 from credprov.doctor.discovery import KubeletSetup
@@ -39,6 +40,8 @@ class DoctorOptions:
     cri: str | None = None
     images_file: str | None = None
     plugin_timeout_ns: int = DEFAULT_PLUGIN_TIMEOUT
+    #: The budget all plugin runs of one doctor run share (``--plugins-deadline``).
+    plugin_deadline_ns: int = 2 * MINUTE
 
 
 @dataclass
