@@ -550,7 +550,8 @@ def unprivileged_exec_problem(root: NodeRoot, node_path: str) -> str | None:
     for directory in directories:
         st = root.stat(directory)
         if st is not None and not _permits(st, 0o1):
-            return f"{directory} ({_describe_mode(st)}) cannot be searched by uid {UNPRIVILEGED_ID}"
+            where = f"the root {root.root}" if directory == "/" else directory
+            return f"{where} ({_describe_mode(st)}) cannot be searched by uid {UNPRIVILEGED_ID}"
     st = root.stat(node_path)
     if st is None:
         return None

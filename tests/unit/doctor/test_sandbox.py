@@ -366,6 +366,7 @@ def test_plugin_nobody_cannot_execute_is_skipped_with_the_reason(node: Path) -> 
         pytest.param(0o700, 0, 0o755, False, "cannot be executed", id="root only"),
         pytest.param(0o700, 65534, 0o755, True, None, id="owned by nobody"),
         pytest.param(0o755, 0, 0o700, False, "cannot be searched", id="bin dir root only"),
+        pytest.param(0o755, 0, 0o755, False, "the root /", id="the root itself root only"),
     ],
 )
 def test_unprivileged_exec_problem(
@@ -376,7 +377,8 @@ def test_unprivileged_exec_problem(
     path = write(tmp_path, "/bin/p", "#!/bin/sh\n" if script else "\x7fELF", mode)
     if owner:
         os.chown(path, owner, -1)
-    tmp_path.chmod(0o755)  # the root itself: chroot's "/" must be searchable too
+    # The root itself: chroot's "/" must be searchable too.
+    tmp_path.chmod(0o700 if problem == "the root /" else 0o755)
     (tmp_path / "bin").chmod(bin_mode)
     got = unprivileged_exec_problem(NodeRoot(str(tmp_path)), "/bin/p")
     assert (got is None) if problem is None else (got is not None and problem in got), got
