@@ -20,8 +20,9 @@ from credprov.credentialprovider.plugin.conformance import SLOW_FRACTION, run_co
 from credprov.doctor.binaries import check_executable
 from credprov.doctor.context import SA_TOKEN_GATE, Context
 from credprov.doctor.discovery import BIN_DIR, CONFIG
+from credprov.doctor.plugin_runs import PluginRuns, refusal_text
 from credprov.doctor.report import Finding, Status
-from credprov.doctor.sandbox import PluginRuns, SandboxError, refusal_text
+from credprov.doctor.sandbox import SandboxError
 
 __all__ = [
     "check_bin_dir",

@@ -44,16 +44,18 @@ abstract unix sockets come with it), SysV IPC, the PID namespace (a plugin may s
 machine's processes through a ``/proc`` the root itself has mounted, and a process that
 leaves its process group outlives the run), resource use beyond the tmpfs sizes, and
 concurrent writers of the root's directories on this machine (the threat is the image's
-content, not a local attacker racing the doctor).
+content, not a local attacker racing the doctor). Where the run differs from the kubelet's:
+no ``/proc`` unless the root has one mounted (a runtime that reads ``/proc/self/exe`` fails
+here only), the private ``/tmp`` allows exec even where the node's is ``noexec``, and ACLs
+are not consulted when deciding whether uid 65534 may start a plugin.
 
 Why hand-written: the kernel calls are five (``unshare``, ``mount``, ``mount_setattr``,
 ``chroot``, ``prctl``) and must run in the forked child in a precise order; a container
 runtime (runc, bubblewrap) is not on every node or debug image, and would need an OCI bundle
 or its own flag dialect for the same effect.
 
-:class:`PluginRuns` ties this to the doctor: one per run, it holds the probe's verdict and
-the overall deadline every plugin run shares (``--plugins-deadline``): each run gets the
-smaller of its own timeout and what is left, so N hung plugins cost one deadline, not N.
+:mod:`credprov.doctor.plugin_runs` decides, once per doctor run, which launcher to use and
+whether to run a plugin at all.
 """
 
 from __future__ import annotations
@@ -66,11 +68,9 @@ import os
 import shutil
 import stat
 import tempfile
-import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-from credprov._go.durations import format_duration
 from credprov.api import internal
 from credprov.credentialprovider.plugin.exec import Launch
 from credprov.doctor.binaries import DEFAULT_PATH
@@ -82,14 +82,11 @@ __all__ = [
     "DEV_NODES",
     "UNPRIVILEGED_ID",
     "HostLauncher",
-    "PluginDeadline",
-    "PluginRuns",
     "RootLauncher",
     "RootPlan",
     "SandboxError",
     "plan_root",
     "probe",
-    "refusal_text",
     "unprivileged_exec_problem",
 ]
 
@@ -579,132 +576,3 @@ def _permits(st: os.stat_result, bit: int) -> bool:
 
 def _describe_mode(st: os.stat_result) -> str:
     return f"mode {stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid} gid {st.st_gid}"
-
-
-# -- the doctor's plugin runs --------------------------------------------------------------
-
-
-def refusal_text(failure: SandboxError) -> str:
-    """The ``plugin.responds`` skip reason when plugins cannot be confined."""
-    if failure.errno in (errno.EPERM, errno.EACCES):
-        return (
-            "not run: running a plugin inside --root needs root for a private mount "
-            f"namespace and chroot ({failure}); run as root or pass --no-exec"
-        )
-    return (
-        f"not run: cannot confine plugins inside --root ({failure}); the doctor never runs "
-        "them on this host; pass --no-exec"
-    )
-
-
-@dataclass
-class PluginDeadline:
-    """The overall budget shared by a doctor run's plugin runs (nanoseconds).
-
-    It starts with the first run; ``clock`` is :func:`time.monotonic_ns` unless a test
-    injects one.
-    """
-
-    total_ns: int
-    clock: Callable[[], int] = time.monotonic_ns
-    started_ns: int | None = None
-    #: Providers whose run was killed at its deadline, in run order.
-    hung: list[str] = field(default_factory=list)
-
-    def remaining_ns(self) -> int:
-        if self.started_ns is None:
-            return self.total_ns
-        return max(0, self.total_ns - (self.clock() - self.started_ns))
-
-    def allot(self, per_run_ns: int) -> int:
-        """The deadline of the next run: its own, or what is left when that is less (0: the
-        budget is spent, do not run)."""
-        if self.started_ns is None:
-            self.started_ns = self.clock()
-        return min(per_run_ns, self.remaining_ns())
-
-    def spent_reason(self) -> str:
-        hung = f" (hung: {', '.join(self.hung)})" if self.hung else ""
-        return (
-            f"not run: the plugins' overall deadline ({format_duration(self.total_ns)}) was "
-            f"spent{hung}; raise --plugins-deadline or check the slow plugins alone"
-        )
-
-
-class PluginRuns:
-    """Everything a doctor run's ``plugin.responds`` checks share: how plugins are started
-    (confined in the root, or on this host), the one probe, and the overall deadline."""
-
-    def __init__(
-        self,
-        root: NodeRoot,
-        plugin_timeout_ns: int,
-        deadline_ns: int,
-        *,
-        clock: Callable[[], int] = time.monotonic_ns,
-        prober: Callable[[RootPlan], SandboxError | None] = probe,
-    ) -> None:
-        self.root = root
-        self.plugin_timeout_ns = plugin_timeout_ns
-        self.deadline = PluginDeadline(deadline_ns, clock)
-        self._prober = prober
-        self._plan: RootPlan | None = None
-        self._refused: str | None = None
-        self._probed = False
-
-    @property
-    def confined(self) -> bool:
-        """Plugins run inside the root (any root but ``/``)."""
-        return not self.root.is_host
-
-    def refusal(self, node_path: str) -> str | None:
-        """Why the plugin at ``node_path`` is not run (a ``skip`` reason), or None."""
-        if self.deadline.remaining_ns() <= 0:
-            return self.deadline.spent_reason()
-        if not self.confined:
-            return None
-        if not self._probed:
-            self._probed = True
-            self._refused = self._probe()
-        if self._refused is not None:
-            return self._refused
-        problem = unprivileged_exec_problem(self.root, node_path)
-        if problem is not None:
-            return (
-                f"not run: {problem}; the doctor runs a node's plugins inside --root as that "
-                "unprivileged user, while the kubelet runs them as root (so the node may run "
-                "it fine)"
-            )
-        return None
-
-    def _probe(self) -> str | None:
-        try:
-            self._plan = plan_root(self.root)
-        except SandboxError as exc:
-            return f"not run: cannot confine plugins inside --root ({exc}); pass --no-exec"
-        failure = self._prober(self._plan)
-        return None if failure is None else refusal_text(failure)
-
-    def allot(self) -> int:
-        """The deadline of the next run (see :meth:`PluginDeadline.allot`)."""
-        return self.deadline.allot(self.plugin_timeout_ns)
-
-    @contextlib.contextmanager
-    def launcher(self) -> Iterator[RootLauncher | HostLauncher]:
-        """A launcher for one plugin run (call :meth:`refusal` first).
-
-        Raises:
-            SandboxError: its temporary directory cannot be made.
-        """
-        if self.confined:
-            assert self._plan is not None and self._refused is None, "refusal() first"
-            with RootLauncher(self._plan) as root_launcher:
-                yield root_launcher
-        else:
-            with HostLauncher() as host_launcher:
-                yield host_launcher
-
-    def finished(self, provider: str, timed_out: bool) -> None:
-        """Record a run's end: a run killed at its deadline is named as hung."""
-        if timed_out:
-            self.deadline.hung.append(provider)

@@ -28,12 +28,11 @@ from credprov.cli.main import main
 from credprov.credentialprovider.plugin.exec import ExecPlugin
 from credprov.doctor import DoctorOptions, Report, run_doctor, sandbox
 from credprov.doctor.binaries import DEFAULT_PATH
+from credprov.doctor.plugin_runs import PluginDeadline, PluginRuns
 from credprov.doctor.rootfs import NodeRoot
 from credprov.doctor.sandbox import (
     CACHE_DIR_ENV,
     HostLauncher,
-    PluginDeadline,
-    PluginRuns,
     RootLauncher,
     RootPlan,
     SandboxError,
