@@ -21,8 +21,10 @@ def add_parser(sub: Any) -> None:
             "as the kubelet validates it, the bin dir, every plugin (present, runnable on "
             "this node, answering as the kubelet expects), feature gates, the KEP-2535 pull "
             "policy and records, and with --objects the KEP-4412 token RBAC and a KEP-2535 "
-            "upgrade preflight. Read-only. Exit 0 when nothing fails, 1 when a check fails, "
-            "2 on usage errors."
+            "upgrade preflight. Read-only. With --root, plugins run only inside the root "
+            "(chroot in a private mount namespace, as uid 65534, with the provider's env "
+            "only); without, as the kubelet runs them. Exit 0 when nothing fails, 1 when a "
+            "check fails, 2 on usage errors."
         ),
     )
     p.add_argument("--root", default="/", metavar="DIR", help="the node's filesystem root")
@@ -54,6 +56,13 @@ def add_parser(sub: Any) -> None:
         metavar="DURATION",
         help="deadline of each plugin run (the kubelet's: 1m)",
     )
+    p.add_argument(
+        "--plugins-deadline",
+        default="2m",
+        metavar="DURATION",
+        help="overall deadline of all plugin runs: each run gets at most what is left, and "
+        "plugins not run before it is spent are skipped",
+    )
     add_common(p, output=True, go_version=True)
     p.set_defaults(run=run)
 
@@ -67,12 +76,17 @@ def run(args: argparse.Namespace) -> int:
     from credprov.cli._output import print_json
     from credprov.doctor import DoctorOptions, DoctorUsageError, render_text, run_doctor
 
-    try:
-        timeout = parse_duration(args.plugin_timeout)
-    except DurationError as exc:
-        return _usage(f"--plugin-timeout: {exc}")
-    if timeout <= 0:
-        return _usage("--plugin-timeout must be positive")
+    durations: dict[str, int] = {}
+    for option, value in (
+        ("--plugin-timeout", args.plugin_timeout),
+        ("--plugins-deadline", args.plugins_deadline),
+    ):
+        try:
+            durations[option] = parse_duration(value)
+        except DurationError as exc:
+            return _usage(f"{option}: {exc}")
+        if durations[option] <= 0:
+            return _usage(f"{option} must be positive")
     options = DoctorOptions(
         root=args.root,
         config=args.config,
@@ -84,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         objects=args.objects,
         cri=args.cri,
         images_file=args.images_file,
-        plugin_timeout_ns=timeout,
+        plugin_timeout_ns=durations["--plugin-timeout"],
+        plugin_deadline_ns=durations["--plugins-deadline"],
     )
     try:
         report = run_doctor(options)

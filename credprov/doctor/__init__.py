@@ -6,7 +6,8 @@ flags, config and plugins, :mod:`~credprov.doctor.kep2535` and
 :mod:`~credprov.doctor.kep4412` for the KEPs, over the cluster's objects and the node's
 images loaded by :mod:`~credprov.doctor.cluster`) and returns a
 :class:`~credprov.doctor.report.Report`. Read-only: nothing on the node is written; plugins
-run only for ``plugin.responds`` (not with ``no_exec``). Known secrets are replaced in every
+run only for ``plugin.responds`` (not with ``no_exec``), and a node image's plugins only
+confined inside it (:mod:`~credprov.doctor.sandbox`). Known secrets are replaced in every
 finding by a label that says which secret it was (``<env NAME of provider P>``,
 ``<service-account token>``); passwords a plugin returned are redacted by the conformance
 harness that judged its answer. Option errors are :class:`~credprov.errors.UsageError`

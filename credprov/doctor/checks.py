@@ -12,14 +12,17 @@ from __future__ import annotations
 import difflib
 import stat
 
+from credprov._go.durations import format_duration
 from credprov.api import internal
 from credprov.credentialprovider.images import InvalidImageError, parse_image_name
 from credprov.credentialprovider.matching import explain_match, urls_match_str
-from credprov.credentialprovider.plugin.conformance import run_conformance
+from credprov.credentialprovider.plugin.conformance import SLOW_FRACTION, run_conformance
 from credprov.doctor.binaries import check_executable
 from credprov.doctor.context import SA_TOKEN_GATE, Context
 from credprov.doctor.discovery import BIN_DIR, CONFIG
+from credprov.doctor.plugin_runs import PluginRuns, refusal_text
 from credprov.doctor.report import Finding, Status
+from credprov.doctor.sandbox import SandboxError
 
 __all__ = [
     "check_bin_dir",
@@ -341,6 +344,7 @@ def check_plugins(ctx: Context) -> list[Finding]:
         return [_skip(i, "no valid provider config and bin dir") for i in ids]
     bin_dir = str(bin_dir)
     bin_ok = ctx.root.stat(bin_dir) is not None
+    runs = PluginRuns(ctx.root, ctx.options.plugin_timeout_ns, ctx.options.plugin_deadline_ns)
     out: list[Finding] = []
     for provider in ctx.config.providers:
         present = _present(ctx, bin_dir, provider.name) if bin_ok else None
@@ -374,7 +378,7 @@ def check_plugins(ctx: Context) -> list[Finding]:
         elif ctx.options.no_exec:
             out.append(_skip("plugin.responds", "--no-exec: not run", provider.name))
         else:
-            out.append(_responds(ctx, provider, path))
+            out.append(_responds(ctx, provider, path, runs))
     return out
 
 
@@ -475,7 +479,9 @@ def _fill(pattern: str) -> str:
     return "".join(out)
 
 
-def _responds(ctx: Context, provider: internal.CredentialProvider, path: str) -> Finding:
+def _responds(
+    ctx: Context, provider: internal.CredentialProvider, path: str, runs: PluginRuns
+) -> Finding:
     image = sample_image(provider, ctx.options.images)
     if image is None:
         return _skip(
@@ -483,20 +489,48 @@ def _responds(ctx: Context, provider: internal.CredentialProvider, path: str) ->
             "no image can be derived from matchImages; pass --image",
             provider.name,
         )
+    # Run by its node path, as the kubelet does (a multicall runtime installed as symlinks
+    # dispatches on it): confined inside --root, or as the kubelet would on this host.
+    refusal = runs.refusal(path)
+    if refusal is not None:
+        return _skip("plugin.responds", refusal, provider.name)
+    timeout_ns = runs.allot()
     try:
-        # The plugin starts with this process's environment plus the provider's env, as
-        # it would with the kubelet's.
-        report = run_conformance(
-            ctx.root.host_path(path),
-            [image],
-            [provider.api_version],
-            args=provider.args,
-            env={var.name: var.value for var in provider.env},
-            timeout_ns=ctx.options.plugin_timeout_ns,
-            probes=False,
-        )
+        with runs.launcher() as launcher:
+            report = run_conformance(
+                path,
+                [image],
+                [provider.api_version],
+                args=provider.args,
+                env={var.name: var.value for var in provider.env},
+                timeout_ns=timeout_ns,
+                probes=False,
+                launcher=launcher,
+            )
+            failure = launcher.failure()
     except ValueError as exc:
         return _skip("plugin.responds", f"cannot run: {exc}", provider.name)
+    except SandboxError as exc:
+        return _skip("plugin.responds", f"not run: {exc}", provider.name)
+    by_name = {c.name: c for c in report.checks}
+    timed_out = by_name["deadline"].status == Status.FAIL
+    runs.finished(provider.name, timed_out)
+    if failure is not None:
+        return _skip("plugin.responds", refusal_text(failure), provider.name)
+    if timeout_ns < ctx.options.plugin_timeout_ns:
+        # The overall deadline, not the plugin's own, bounded this run: judge its time
+        # against the plugin's own deadline.
+        if timed_out:
+            return _skip(
+                "plugin.responds",
+                f"not judged: stopped after {format_duration(timeout_ns)}, when the plugins' "
+                f"overall deadline ({format_duration(ctx.options.plugin_deadline_ns)}) ran out",
+                provider.name,
+            )
+        slow = ctx.options.plugin_timeout_ns / 1e9 * SLOW_FRACTION
+        report.checks = [
+            c for c in report.checks if c.name != "deadline" or (c.duration or 0.0) > slow
+        ]
     failures = [c for c in report.checks if c.status == Status.FAIL]
     warnings = [c for c in report.checks if c.status == Status.WARN]
     by_name = {c.name: c for c in report.checks}

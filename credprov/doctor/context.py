@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from credprov._go.durations import MINUTE
 from credprov.api import internal
 from credprov.base.redact import TOKEN_LABEL, env_label
 from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT
@@ -57,6 +58,8 @@ class DoctorOptions:
     cri: str | None = None
     images_file: str | None = None
     plugin_timeout_ns: int = DEFAULT_PLUGIN_TIMEOUT
+    #: The budget all plugin runs of one doctor run share (``--plugins-deadline``).
+    plugin_deadline_ns: int = 2 * MINUTE
 
 
 @dataclass

@@ -83,7 +83,12 @@ from credprov.base.redact import REDACTED, Redactor, env_label, terminal_safe
 from credprov.base.report import Finding, Status, status_label, text
 from credprov.credentialprovider.images import parse_image_name
 from credprov.credentialprovider.matching import explain_match, parse_schemeless_url, urls_match_str
-from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, ExecPlugin, PluginError
+from credprov.credentialprovider.plugin.exec import (
+    DEFAULT_PLUGIN_TIMEOUT,
+    ExecPlugin,
+    Launcher,
+    PluginError,
+)
 
 __all__ = [
     "MIN_LEAK_LENGTH",
@@ -254,6 +259,7 @@ def run_conformance(
     service_account_token: str | None = None,
     annotations: Mapping[str, str] | None = None,
     probes: bool = True,
+    launcher: Launcher | None = None,
 ) -> Report:
     """Run every check against ``binary``; requests run one after the other.
 
@@ -261,7 +267,8 @@ def run_conformance(
     negative cases): one run per (image, apiVersion), as ``credprov doctor`` needs.
 
     ``api_versions`` empty means all three; ``env`` is appended to this process's
-    environment as a provider's ``env`` is.
+    environment as a provider's ``env`` is, unless ``launcher`` (see
+    :class:`~credprov.credentialprovider.plugin.exec.Launcher`) starts the plugin its own way.
 
     Raises:
         ValueError: no image, an invalid image, an unknown apiVersion or a non-positive
@@ -288,6 +295,7 @@ def run_conformance(
         args=list(args),
         env=[internal.ExecEnvVar(k, v) for k, v in (env or {}).items()],
         timeout_ns=timeout_ns,
+        launcher=launcher,
     )
     for name, value in (env or {}).items():
         # Before the passwords it learns: a value that is both keeps its variable's name.
@@ -359,6 +367,7 @@ class _Context:
     args: list[str]
     env: list[internal.ExecEnvVar]
     timeout_ns: int
+    launcher: Launcher | None = None
     redactor: Redactor = field(default_factory=Redactor)
     # Values searched for in stderr: tokens sent and long enough passwords received.
     leak_values: dict[str, str] = field(default_factory=dict)
@@ -377,6 +386,7 @@ class _Context:
             self.args,
             self.env,
             self.timeout_ns if timeout_ns is None else timeout_ns,
+            launcher=self.launcher,
         )
 
     def execute(

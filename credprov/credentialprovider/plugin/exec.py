@@ -8,6 +8,11 @@ every decode failure reported by one generic message because the output may hold
 
 Better than upstream: the plugin runs in its own process group and the whole group is killed
 on timeout, and stdout/stderr reads are bounded so a runaway plugin cannot exhaust memory.
+
+A :class:`Launcher` may change how the process is started (argv, environment, working
+directory, a set-up step in the child between fork and exec): ``credprov doctor`` uses one to
+run a node image's plugin confined inside that image. The kubelet's path has none and is
+unchanged by it.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from credprov._go.decode import DecodeError, load_document
 from credprov._go.durations import MINUTE
@@ -68,8 +74,37 @@ class ExecResult:
     duration: float  # seconds
 
 
+@dataclass(frozen=True)
+class Launch:
+    """What to start for one plugin run when a :class:`Launcher` decides it.
+
+    ``argv`` and ``env`` replace the kubelet's command line and environment; ``cwd`` is the
+    child's working directory (None: this process's); ``preexec_fn`` runs in the child
+    between fork and exec (after ``setsid``), as :class:`subprocess.Popen`'s.
+    """
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str | None = None
+    preexec_fn: Callable[[], None] | None = None
+
+
+class Launcher(Protocol):
+    """Decides how a plugin process is started instead of the kubelet's way."""
+
+    def launch(self, argv: Sequence[str], env: Sequence[internal.ExecEnvVar]) -> Launch:
+        """What to start for the kubelet's ``argv`` (``<bin-dir>/<name> <args...>``) and the
+        provider's ``env`` (in config order)."""
+        ...
+
+
 class ExecPlugin:
-    """One provider's binary, arguments and environment."""
+    """One provider's binary, arguments and environment.
+
+    ``launcher`` (None for the kubelet's way) decides the command line, environment, working
+    directory and child set-up of every run; everything else (stdin, deadline, bounded
+    output, process-group kill, error texts) is the same.
+    """
 
     def __init__(
         self,
@@ -83,6 +118,7 @@ class ExecPlugin:
         base_environ: Mapping[str, str] | None = None,
         max_stdout: int = MAX_STDOUT_BYTES,
         max_stderr: int = MAX_STDERR_BYTES,
+        launcher: Launcher | None = None,
     ) -> None:
         self.name = name
         self.path = path
@@ -94,6 +130,7 @@ class ExecPlugin:
         self.base_environ = base_environ
         self.max_stdout = max_stdout
         self.max_stderr = max_stderr
+        self.launcher = launcher
 
     def environment(self) -> dict[str, str]:
         environ = dict(os.environ if self.base_environ is None else self.base_environ)
@@ -118,13 +155,19 @@ class ExecPlugin:
         prefix = f"error execing credential provider plugin {self.name} for image {image}"
         start = time.monotonic()
         log.info("running plugin %s for image %s", self.name, image)
+        if self.launcher is None:
+            launch = Launch([self.path, *self.args], self.environment())
+        else:
+            launch = self.launcher.launch([self.path, *self.args], self.env)
         try:
             proc = subprocess.Popen(
-                [self.path, *self.args],
+                launch.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=self.environment(),
+                env=launch.env,
+                cwd=launch.cwd,
+                preexec_fn=launch.preexec_fn,
                 start_new_session=True,  # its own process group, killed as a whole
                 close_fds=True,
             )

@@ -3,7 +3,9 @@
 Everything is real files under a temporary root: systemd units, environment files, the
 KubeletConfiguration, a provider config with three providers whose plugins are ``sh``
 scripts, KEP-2535 records written by credprov's own store, a mount table and the cluster's
-objects. Faults are planted by the tests on top of a healthy node.
+objects. The root's ``/bin/sh`` is a static busybox, so the doctor can run the plugins
+inside the root as it does with a node image. Faults are planted by the tests on top of a
+healthy node.
 """
 
 from __future__ import annotations
@@ -79,15 +81,69 @@ def provider_config(token_provider: bool = True) -> str:
     )
 
 
-def _base_os(root: Path) -> None:
-    """``/bin/sh`` (this machine's, with an empty stand-in for its program interpreter),
-    a mount table, the hostname."""
-    sh = root / "bin/sh"
+#: The static busybox the fixture roots run their plugins with (Debian's busybox-static;
+#: ``.ci/run`` installs it).
+BUSYBOX = "/bin/busybox"
+
+#: busybox applets installed in a fixture root, as links to ``/bin/busybox``.
+APPLETS: tuple[str, ...] = ("sh", "cat", "id", "pwd", "env", "ls", "printf", "echo", "sleep")
+APPLETS += ("basename", "dirname", "test", "cut", "sort", "tr", "mkdir", "touch")
+
+
+def busybox_available() -> bool:
+    """A static busybox to copy into fixture roots (one that needs no loader of its own)."""
+    try:
+        head = Path(BUSYBOX).read_bytes()[:65536]
+    except OSError:
+        return False
+    info = elf_info(head)
+    return info is not None and info.interpreter is None
+
+
+def install_busybox(
+    root: Path, directory: str = "/bin", applets: tuple[str, ...] = APPLETS
+) -> None:
+    """A runnable static shell in the root: ``<directory>/busybox`` and its applets as
+    relative symlinks (``/usr/bin/env`` too), so plugins run inside the root."""
+    target = root / directory.lstrip("/")
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(BUSYBOX, target / "busybox")
+    for applet in applets:
+        link = target / applet
+        if not link.exists() and not link.is_symlink():
+            link.symlink_to("busybox")
+    if directory == "/bin":
+        env = root / "usr/bin/env"
+        env.parent.mkdir(parents=True, exist_ok=True)
+        if not env.is_symlink():
+            env.symlink_to("../../bin/busybox")
+
+
+def install_host_sh(root: Path, node_path: str = "/bin/sh") -> None:
+    """This machine's dynamically linked ``sh`` at ``node_path``, with an empty stand-in for
+    its program interpreter: ``plugin.runnable`` reads a real ELF header, but the shell
+    cannot start inside the root (the node's loader is empty)."""
+    sh = root / node_path.lstrip("/")
     sh.parent.mkdir(parents=True, exist_ok=True)
+    if sh.is_symlink():
+        sh.unlink()
     shutil.copy2("/bin/sh", sh)
     info = elf_info(sh.read_bytes()[:65536])
     if info is not None and info.interpreter:
         write(root, info.interpreter, "", 0o755)
+
+
+def _base_os(root: Path, shell: str = "busybox") -> None:
+    """A shell (a static busybox that runs inside the root, or with ``shell="host"`` this
+    machine's dynamic ``sh`` that cannot), ``/dev``, ``/tmp`` and ``/run`` directories, a mount
+    table, the hostname."""
+    if shell == "host" or not busybox_available():
+        install_host_sh(root)
+    else:
+        install_busybox(root)
+    for directory in ("dev", "tmp", "run"):
+        (root / directory).mkdir(parents=True, exist_ok=True)
+    (root / "tmp").chmod(0o1777)
     write(root, "/etc/hostname", "Node-A\n")
     write(
         root,
@@ -191,9 +247,12 @@ def write_images(path: Path) -> Path:
     return path
 
 
-def kubeadm_node(root: Path) -> Path:
-    """A healthy kubeadm node: unit + 10-kubeadm.conf + env files, three providers."""
-    _base_os(root)
+def kubeadm_node(root: Path, shell: str = "busybox") -> Path:
+    """A healthy kubeadm node: unit + 10-kubeadm.conf + env files, three providers.
+
+    ``shell="host"``: ``/bin/sh`` is this machine's, which cannot start inside the root.
+    """
+    _base_os(root, shell)
     write(
         root, "/usr/lib/systemd/system/kubelet.service", "[Service]\nExecStart=/usr/bin/kubelet\n"
     )
