@@ -1,8 +1,10 @@
 """The bundle's one executable: dispatch on the name it was started as (``argv[0]``).
 
 Every plugin name installed into the kubelet's bin dir is a symlink to this executable;
-the basename of ``argv[0]`` picks the plugin's ``main``. Standard library only, and nothing
-is imported before the plugin's own entry module: this is the warm path.
+the basename of ``argv[0]`` picks the plugin's ``main``. The bundle's tools (the doctor)
+dispatch the same way, from a symlink in the bundle directory or the installer image, but
+are not plugins: ``--list`` and ``install`` know only :data:`PLUGINS`. Standard library
+only, and nothing is imported before the command's own entry module: this is the warm path.
 """
 
 import os
@@ -18,19 +20,26 @@ PLUGINS = {
     "acr-credential-provider": "credprov_acr.main:main",
 }
 
+#: The bundle's commands that are not plugins (never installed into a bin dir): name →
+#: ``module:function``; ``credprov-plugins/doctor`` is ``credprov doctor`` without Python.
+TOOLS = {
+    "doctor": "credprov.doctor.cli:main",
+}
+
 RUNTIME_NAME = "credprov-plugins"
 
 
-def main(plugins: dict[str, str] | None = None) -> int:
-    """Run the plugin named by ``argv[0]`` (or ``argv[1]``); ``plugins`` is the bundle's
-    subset of :data:`PLUGINS`."""
+def main(plugins: dict[str, str] | None = None, tools: dict[str, str] | None = None) -> int:
+    """Run the plugin or tool named by ``argv[0]`` (or ``argv[1]``); ``plugins`` is the
+    bundle's subset of :data:`PLUGINS`, ``tools`` defaults to :data:`TOOLS`."""
     plugins = PLUGINS if plugins is None else plugins
+    commands = {**plugins, **(TOOLS if tools is None else tools)}
     name = os.path.basename(sys.argv[0])
-    if name not in plugins and len(sys.argv) > 1 and sys.argv[1] in plugins:
+    if name not in commands and len(sys.argv) > 1 and sys.argv[1] in commands:
         # ``credprov-plugins NAME ARGS...``: run a plugin without installing it.
         name = sys.argv[1]
         sys.argv = [name, *sys.argv[2:]]
-    entry = plugins.get(name)
+    entry = commands.get(name)
     if entry is None:
         if len(sys.argv) > 1 and sys.argv[1] == "--list":
             print("\n".join(plugins))

@@ -19,6 +19,7 @@ from its cache in well under the kubelet's patience, and every cache miss is one
 Layout of the tarball (``credprov-plugins-<version>-linux-<arch>.tar.gz``)::
 
     credprov-plugins/install            POSIX sh installer (no Python on the node)
+    credprov-plugins/doctor             -> runtime/credprov-plugins: ``credprov doctor``
     credprov-plugins/image-entrypoint   the installer image's command (sh)
     credprov-plugins/PLUGINS            the plugin names, one per line
     credprov-plugins/BUILD_ID           <version>-<digest of runtime/>: the versioned dir name
@@ -47,7 +48,7 @@ from importlib import resources
 from pathlib import Path
 
 from credprov import __version__
-from credprov.bundle._multicall import PLUGINS, RUNTIME_NAME
+from credprov.bundle._multicall import PLUGINS, RUNTIME_NAME, TOOLS
 
 BUNDLE_DIR = "credprov-plugins"
 
@@ -61,7 +62,9 @@ PLUGIN_PACKAGES = {
     "acr-credential-provider": ("credprov_acr",),
 }
 
-#: Never part of a plugin runtime (test, build and CLI-only dependencies).
+#: Never part of a plugin runtime (test, build and CLI-only dependencies). The doctor
+#: (:data:`TOOLS`) needs the pull manager and the node authorizer; its ``--cri`` needs gRPC,
+#: which stays out (one line, exit 2: pass ``--images`` instead).
 EXCLUDES = (
     "tkinter",
     "pytest",
@@ -76,9 +79,8 @@ EXCLUDES = (
     "cri_api",
     "google.protobuf",
     "credprov.cli",
+    "credprov.cri",
     "credprov.runtime",
-    "credprov.nodeauth",
-    "credprov.pullmanager",
     "credprov_gcp.fakes",
 )
 
@@ -146,6 +148,7 @@ def _needs_module(module: str) -> bool:
 
 def _spec_text(entry: Path, plugins: Sequence[str], workdir: Path) -> str:
     packages = sorted({p for n in plugins for p in PLUGIN_PACKAGES[n]})
+    tools = sorted({entry.partition(":")[0] for entry in TOOLS.values()})
     pathex = sorted({_package_root("credprov"), *(_package_root(p) for p in packages)})
     excludes = list(EXCLUDES)
     # A plugin's cloud SDK only when that plugin is bundled.
@@ -163,7 +166,7 @@ sys.path[:0] = {pathex!r}
 from PyInstaller.utils.hooks import collect_submodules
 
 hidden = [m for p in {packages!r} for m in collect_submodules(p)
-          if not m.endswith(".fakes")]
+          if not m.endswith(".fakes")] + {tools!r}
 a = Analysis([{str(entry)!r}], pathex={pathex!r}, hiddenimports=hidden,
              excludes={excludes!r}, noarchive=False)
 a.scripts = [s for s in a.scripts if s[0] not in {DROPPED_RUNTIME_HOOKS!r}]
@@ -240,6 +243,15 @@ def tree_digest(root: Path) -> str:
 _GLIBC = re.compile(rb"GLIBC_(2\.\d+(?:\.\d+)?)\x00")
 
 
+def newest_glibc(data: bytes) -> tuple[int, ...]:
+    """The newest ``GLIBC_2.x`` symbol version an ELF file names: the one it needs, or for
+    glibc's own ``libc.so.6`` the newest it provides; ``(2, 0)`` when none."""
+    newest: tuple[int, ...] = (2, 0)
+    for match in _GLIBC.findall(data):
+        newest = max(newest, tuple(int(p) for p in match.decode().split(".")))
+    return newest
+
+
 def required_glibc(root: Path) -> str:
     """The newest ``GLIBC_2.x`` symbol version named by any ELF file under ``root``."""
     newest: tuple[int, ...] = (2, 0)
@@ -250,9 +262,7 @@ def required_glibc(root: Path) -> str:
             if fh.read(4) != b"\x7fELF":
                 continue
             data = fh.read()
-        for match in _GLIBC.findall(data):
-            version = tuple(int(p) for p in match.decode().split("."))
-            newest = max(newest, version)
+        newest = max(newest, newest_glibc(data))
     return ".".join(str(p) for p in newest)
 
 
@@ -276,6 +286,8 @@ def assemble(runtime: Path, plugins: Sequence[str], out_dir: Path) -> tuple[Path
         path = bundle / name
         path.write_text(_script(f"{name.replace('-', '_')}.sh"))
         path.chmod(0o755)
+    for tool in TOOLS:  # run from the unpacked bundle; never installed into a bin dir
+        (bundle / tool).symlink_to(f"runtime/{RUNTIME_NAME}")
     (bundle / "PLUGINS").write_text("".join(f"{n}\n" for n in plugins))
     (bundle / "BUILD_ID").write_text(build_id + "\n")
     (bundle / "REQUIREMENTS").write_text(

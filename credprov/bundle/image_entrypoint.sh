@@ -1,7 +1,14 @@
 #!/bin/sh
 # The installer image's command: install the bundle's plugins into the host directory
 # mounted at /host/bin and, when asked, a provider config into the config directory
-# mounted at /host/config. Runs under the image's static busybox; no Python, no glibc.
+# mounted at /host/config. Runs under the image's static busybox; no Python.
+#
+# Arguments (the container's args; the image also has /bin/credprov-install -> this file):
+#   (none) or credprov-install   install, as described here
+#   doctor ARGS...               run the bundle's doctor instead (e.g. doctor --root /host
+#                                with the node's / mounted read-only at /host); the same
+#                                program as /bin/doctor, for runtimes that pass args to
+#                                this entrypoint rather than replacing it
 #
 # Environment:
 #   PLUGINS              plugin names to install (space or comma separated; default all)
@@ -17,6 +24,14 @@ fail() {
     echo "$prog: error: $*" >&2
     exit 1
 }
+
+case "${1-}" in
+doctor) shift; exec /credprov-plugins/doctor "$@" ;;
+credprov-install) shift ;;
+"") ;;
+*) echo "$prog: error: unknown command $1: want credprov-install (the default) or doctor ARGS" >&2; exit 2 ;;
+esac
+[ $# -eq 0 ] || { echo "$prog: error: credprov-install takes no arguments (settings are environment variables)" >&2; exit 2; }
 marker="# Written by the credprov-plugins installer image; it is replaced on upgrade."
 
 writable() {

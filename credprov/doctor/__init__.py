@@ -38,8 +38,8 @@ def run_doctor(options: DoctorOptions) -> Report:
 
     Raises:
         DoctorUsageError: an option that cannot be used (an unreadable ``--objects`` or
-            ``--images`` file, an unreachable ``--cri`` endpoint, a root that is not a
-            directory).
+            ``--images`` file, an unreachable ``--cri`` endpoint, ``--cri`` where the CRI
+            client is not installed, a root that is not a directory).
     """
     import os
 
@@ -48,6 +48,8 @@ def run_doctor(options: DoctorOptions) -> Report:
 
     if not os.path.isdir(options.root):
         raise DoctorUsageError(f"--root {options.root}: not a directory")
+    if options.cri:
+        _require_cri_client()
     root = NodeRoot(options.root)
     setup = discover(
         root,
@@ -86,3 +88,18 @@ def run_doctor(options: DoctorOptions) -> Report:
         report.checks.extend(check(ctx))
     report.redact(ctx.secrets)
     return report
+
+
+#: Why ``--cri`` cannot be used: the CRI client (gRPC) is an extra of the credprov CLI, and
+#: the plugin bundle's doctor leaves it out.
+CRI_UNAVAILABLE = (
+    "--cri needs the credprov CLI with the cri extra; pass --images FILE (crictl images -o json)"
+)
+
+
+def _require_cri_client() -> None:
+    """Raise DoctorUsageError unless the CRI client imports (before anything runs)."""
+    try:
+        import credprov.cri.client  # noqa: F401
+    except ImportError:
+        raise DoctorUsageError(CRI_UNAVAILABLE) from None

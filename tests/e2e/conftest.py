@@ -6,7 +6,9 @@
   registries for the CRI tests (plain HTTP with htpasswd, self-signed TLS, no auth, and
   per-test ones that can rotate accounts or go down);
 * ``containerd`` and ``cri_runtime``: containerd with its CRI plugin in a private temporary
-  directory, and a :class:`credprov.cri.client.CRIRuntime` connected to it.
+  directory, and a :class:`credprov.cri.client.CRIRuntime` connected to it;
+* ``bundle_tarball``, ``installer_image`` and ``installer_ref``: the plugin bundle and its
+  installer image, built once per session, the image imported into a module's containerd.
 
 Every fixture stops what it started, also when a test fails.
 """
@@ -138,3 +140,30 @@ def bundle_tarball(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bundle")
     assert main(["bundle", "--out", str(out)]) == 0  # README: credprov bundle --out dist
     return out / tarball_name()
+
+
+@pytest.fixture(scope="session")
+def installer_image(bundle_tarball: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The installer image's OCI archive, made once per session by README's command:
+    ``credprov bundle --from-tarball T --oci-archive FILE``."""
+    from credprov.cli.main import main
+    from tests.e2e.registry import require_tools
+
+    require_tools("busybox")
+    archive = tmp_path_factory.mktemp("image") / "credprov-plugins-installer.oci.tar"
+    assert main(["bundle", "--from-tarball", str(bundle_tarball), "--oci-archive",
+                 str(archive), "--busybox", "/bin/busybox"]) == 0  # fmt: skip
+    return archive
+
+
+@pytest.fixture(scope="module")
+def installer_ref(installer_image: Path, containerd: Containerd) -> str:
+    """The installer image imported into the module's ``containerd`` (README: ``ctr -n
+    k8s.io images import``); its reference."""
+    from credprov import __version__
+    from tests.e2e.containerd import require_containerd
+
+    require_containerd()
+    proc = containerd.ctr("images", "import", "--snapshotter", "native", str(installer_image))
+    assert proc.returncode == 0, proc.stderr
+    return f"localhost/credprov-plugins-installer:{__version__}"

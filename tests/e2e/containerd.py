@@ -164,6 +164,16 @@ class Containerd:
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def ctr(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """``ctr ARGS`` against this containerd, in the kubelet's ``k8s.io`` namespace."""
+        return subprocess.run(
+            ["ctr", "--address", str(self.socket), "-n", "k8s.io", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
     def stop(self) -> None:
         """SIGTERM (a graceful stop takes well under a second), SIGKILL after 10 s, then
         remove the directory."""

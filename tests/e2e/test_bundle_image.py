@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from credprov.bundle._multicall import PLUGINS
-from tests.e2e.containerd import Containerd, require_containerd
+from tests.e2e.containerd import Containerd
 from tests.e2e.noderoot import BIN_DIR, chroot, inside, node_root
-from tests.e2e.registry import require_tools
 
 pytestmark = pytest.mark.e2e
 
@@ -33,47 +32,20 @@ CONFIG = (
 
 
 @pytest.fixture(scope="module")
-def image(bundle_tarball: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The README's command: ``credprov bundle --from-tarball T --oci-archive FILE``."""
-    from credprov.cli.main import main
-
-    require_tools("busybox")
-    archive = tmp_path_factory.mktemp("image") / "credprov-plugins-installer.oci.tar"
-    assert main(["bundle", "--from-tarball", str(bundle_tarball), "--oci-archive",
-                 str(archive), "--busybox", "/bin/busybox"]) == 0  # fmt: skip
-    return archive
-
-
-@pytest.fixture(scope="module")
-def imported(image: Path, containerd: Containerd) -> str:
-    require_containerd()
-    proc = ctr(containerd, "images", "import", "--snapshotter", "native", str(image))
-    assert proc.returncode == 0, proc.stderr
-    from credprov import __version__
-
-    return f"localhost/credprov-plugins-installer:{__version__}"
-
-
-@pytest.fixture(scope="module")
 def root() -> Iterator[Path]:
     with node_root() as node:
         inside(node, "/etc/kubernetes/credential-providers").mkdir(parents=True)
         yield node
 
 
-def ctr(containerd: Containerd, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["ctr", "--address", str(containerd.socket), "-n", "k8s.io", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
 def run_image(
-    containerd: Containerd, ref: str, mounts: dict[str, str], env: dict[str, str]
+    containerd: Containerd,
+    ref: str,
+    mounts: dict[str, str],
+    env: dict[str, str],
+    command: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
+    """``ctr run`` of the image: its entrypoint, or ``command`` (looked up on its PATH)."""
     args = ["run", "--rm", "--snapshotter", "native"]
     for dst, src in mounts.items():
         ro = dst.endswith(":ro")
@@ -82,11 +54,11 @@ def run_image(
         args += ["--mount", f"type=bind,src={src},dst={dst},options={opts}"]
     for key, value in env.items():
         args += ["--env", f"{key}={value}"]
-    return ctr(containerd, *args, ref, f"credprov-installer-{uuid.uuid4().hex[:8]}")
+    return containerd.ctr(*args, ref, f"credprov-installer-{uuid.uuid4().hex[:8]}", *command)
 
 
 def test_image_installs_plugins_and_config_then_changes_nothing(
-    containerd: Containerd, imported: str, root: Path
+    containerd: Containerd, installer_ref: str, root: Path
 ) -> None:
     bin_dir = inside(root, BIN_DIR)
     config_dir = inside(root, "/etc/kubernetes/credential-providers")
@@ -95,7 +67,7 @@ def test_image_installs_plugins_and_config_then_changes_nothing(
     env = {"PLUGINS": "static-credential-provider,ecr-credential-provider",
            "CREDPROV_CONFIG": CONFIG}  # fmt: skip
 
-    first = run_image(containerd, imported, mounts, env)
+    first = run_image(containerd, installer_ref, mounts, env)
     assert first.returncode == 0, first.stderr
     out = first.stdout.splitlines()
     assert out[0].startswith("unpacked: /host/bin/.credprov-plugins-")
@@ -104,7 +76,8 @@ def test_image_installs_plugins_and_config_then_changes_nothing(
         "installed: /host/bin/ecr-credential-provider",
         "installed: /host/config/credprov-plugins.yaml",
     ]
-    second = run_image(containerd, imported, mounts, env)
+    # The installer is also a command on the image's PATH (as `doctor` is).
+    second = run_image(containerd, installer_ref, mounts, env, ("credprov-install",))
     assert second.returncode == 0, second.stderr
     assert second.stdout.splitlines() == [
         "unchanged: /host/bin/static-credential-provider",
@@ -139,21 +112,21 @@ def test_image_installs_plugins_and_config_then_changes_nothing(
 
 
 def test_missing_or_read_only_mounts_fail_with_one_line(
-    containerd: Containerd, imported: str, root: Path, tmp_path: Path
+    containerd: Containerd, installer_ref: str, root: Path, tmp_path: Path
 ) -> None:
-    missing = run_image(containerd, imported, {}, {})
+    missing = run_image(containerd, installer_ref, {}, {})
     assert missing.returncode != 0
     assert missing.stderr.strip().splitlines()[-1] == (
         "credprov-installer: error: /host/bin is not mounted: mount the kubelet's plugin "
         "bin dir there (hostPath)"
     )
-    ro = run_image(containerd, imported, {"/host/bin:ro": str(tmp_path)}, {})
+    ro = run_image(containerd, installer_ref, {"/host/bin:ro": str(tmp_path)}, {})
     assert ro.returncode != 0
     assert ro.stderr.strip().splitlines()[-1] == (
         "credprov-installer: error: /host/bin is read-only: mount the kubelet's plugin bin "
         "dir read-write"
     )
-    no_config = run_image(containerd, imported, {"/host/bin": str(tmp_path)},
+    no_config = run_image(containerd, installer_ref, {"/host/bin": str(tmp_path)},
                           {"CREDPROV_CONFIG": CONFIG, "PLUGINS": "static-credential-provider"})  # fmt: skip
     assert no_config.returncode != 0
     assert "/host/config is not mounted" in no_config.stderr.strip().splitlines()[-1]

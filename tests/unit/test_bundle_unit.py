@@ -3,10 +3,14 @@ archive's structure, and the CLI's one-line errors."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import json
+import os
 import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -133,3 +137,186 @@ CLI = {
 def test_cli_errors(argv: list[str], line: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 1
     assert capsys.readouterr().err == line + "\n"
+
+
+# -- the doctor in the bundle and the image -------------------------------------------------
+
+
+def test_multicall_runs_tools_by_name_and_lists_only_plugins(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from credprov.bundle import _multicall
+
+    table = {"static-credential-provider": _multicall.PLUGINS["static-credential-provider"]}
+    for argv in (["/opt/credprov-plugins/doctor", "--root", "/nonexistent/x"],
+                 ["credprov-plugins", "doctor", "--root", "/nonexistent/x"]):  # fmt: skip
+        monkeypatch.setattr(sys, "argv", argv)
+        assert _multicall.main(table) == 2
+        assert capsys.readouterr().err == (
+            "credprov doctor: error: --root /nonexistent/x: not a directory\n"
+        )
+    monkeypatch.setattr(sys, "argv", ["credprov-plugins", "--list"])
+    assert _multicall.main(table) == 0
+    assert capsys.readouterr().out == "static-credential-provider\n"
+    assert _multicall.TOOLS == {"doctor": "credprov.doctor.cli:main"}
+
+
+def test_bundle_links_the_doctor_which_install_never_installs(tmp_path: Path) -> None:
+    bundle = fake_bundle(tmp_path)
+    assert os.readlink(bundle / "doctor") == "runtime/credprov-plugins"
+    ran = subprocess.run([str(bundle / "doctor")], capture_output=True, text=True, check=True)
+    assert ran.stdout == "doctor\n"  # the runtime dispatches on this name
+    assert (bundle / "PLUGINS").read_text().split() == list(NAMES)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    assert install(bundle, "--list").stdout.split() == list(NAMES)
+    assert install(bundle, "--bin-dir", str(bin_dir)).returncode == 0
+    assert sorted(p.name for p in bin_dir.iterdir() if not p.name.startswith(".")) == sorted(NAMES)
+    # The tarball keeps the link (README: tar xzf, then ./credprov-plugins/doctor).
+    tarball = tmp_path / "b.tar.gz"
+    write_tarball(bundle, tarball)
+    with tarfile.open(tarball) as tar:
+        link = tar.getmember("credprov-plugins/doctor")
+    assert link.issym() and link.linkname == "runtime/credprov-plugins"
+
+
+def test_bundle_keeps_grpc_out_and_the_doctors_packages_in() -> None:
+    from credprov.bundle.build import EXCLUDES
+
+    assert {"grpc", "credprov.cri", "credprov.cli"} <= set(EXCLUDES)
+    assert not {"credprov.doctor", "credprov.nodeauth", "credprov.pullmanager",
+                "credprov.kubelet"} & set(EXCLUDES)  # fmt: skip
+
+
+ENTRYPOINT = {
+    "unknown command": (["docter"], "credprov-installer: error: unknown command docter: want "
+                        "credprov-install (the default) or doctor ARGS"),
+    "install takes no arguments": (["credprov-install", "x"], "credprov-installer: error: "
+                                   "credprov-install takes no arguments (settings are "
+                                   "environment variables)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("argv, line", ENTRYPOINT.values(), ids=ENTRYPOINT.keys())
+def test_image_entrypoint_refuses_other_commands(
+    tmp_path: Path, argv: list[str], line: str
+) -> None:
+    bundle = fake_bundle(tmp_path)
+    proc = subprocess.run(["sh", str(bundle / "image-entrypoint"), *argv], capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", line + "\n")
+
+
+def layer_of(archive: Path) -> dict[str, tarfile.TarInfo | bytes]:
+    """The image's one layer: name -> contents (files) or the member (everything else)."""
+    with tarfile.open(archive) as tar:
+        blobs = {m.name: tar.extractfile(m).read() for m in tar if m.isfile()}  # type: ignore[union-attr]
+    manifest_digest = json.loads(blobs["index.json"])["manifests"][0]["digest"]
+    manifest = json.loads(blobs["blobs/sha256/" + manifest_digest[7:]])
+    layer = gzip.decompress(blobs["blobs/sha256/" + manifest["layers"][0]["digest"][7:]])
+    out: dict[str, tarfile.TarInfo | bytes] = {}
+    with tarfile.open(fileobj=io.BytesIO(layer)) as tar:
+        for member in tar:
+            fh = tar.extractfile(member) if member.isfile() else None
+            out[member.name] = fh.read() if fh is not None else member
+    return out
+
+
+def dynamic_executable() -> Path:
+    """A dynamically linked executable of this machine (``/bin/true``'s coreutils)."""
+    from credprov.bundle._elf import dynamic_info
+
+    path = Path(shutil.which("true") or "/bin/true").resolve()
+    info = dynamic_info(path.read_bytes())
+    if info is None or info.interpreter is None:
+        pytest.skip(f"{path} is not a dynamically linked ELF executable")
+    return path
+
+
+@pytest.mark.skipif(shutil.which("busybox") is None, reason="busybox not installed")
+def test_image_has_the_doctor_on_path_and_the_runtimes_system_libraries(tmp_path: Path) -> None:
+    """A stand-in runtime that is a real dynamic executable: the image gets its loader and
+    libc from this machine."""
+    from credprov.bundle._elf import dynamic_info
+
+    exe = dynamic_executable()
+    runtime = tmp_path / "runtime-src"
+    runtime.mkdir()
+    shutil.copyfile(exe, runtime / "credprov-plugins")
+    (runtime / "credprov-plugins").chmod(0o755)
+    info = dynamic_info(exe.read_bytes())
+    assert info is not None and info.interpreter and "libc.so.6" in info.needed
+    bundle, _build_id, _glibc = assemble(runtime, NAMES, tmp_path / "out")
+    tarball = tmp_path / "b.tar.gz"
+    write_tarball(bundle, tarball)
+    write_oci_archive(tarball, tmp_path / "image.tar", busybox="/bin/busybox")
+    layer = layer_of(tmp_path / "image.tar")
+    doctor = layer["bin/doctor"]
+    assert isinstance(doctor, tarfile.TarInfo) and doctor.linkname == "../credprov-plugins/doctor"
+    install_cmd = layer["bin/credprov-install"]
+    assert isinstance(install_cmd, tarfile.TarInfo)
+    assert install_cmd.linkname == "../credprov-plugins/image-entrypoint"
+    assert layer[info.interpreter.lstrip("/")] == Path(info.interpreter).read_bytes()
+    libc = [name for name in layer if name.endswith("/libc.so.6")]
+    assert len(libc) == 1 and layer[libc[0]] == Path("/" + libc[0]).read_bytes()
+    assert b"nobody:x:65534:65534:" in layer["etc/passwd"]  # type: ignore[operator]
+
+
+def test_image_copies_only_libraries_the_bundle_does_not_bring() -> None:
+    """The executable's libraries always come from the system (the loader finds them before
+    the runtime can point at ``_internal/``); a bundled shared object's, only when the
+    bundle lacks them."""
+    from credprov.bundle.oci import RuntimeNeeds, _library_dirs, system_libraries
+
+    dirs = _library_dirs()
+    found = {n: f"{d}/{n}" for n in ("libssl.so.3", "libcrypto.so.3", "libz.so.1")
+             for d in reversed(dirs) if os.path.exists(f"{d}/{n}")}  # fmt: skip
+    if len(found) < 3:
+        pytest.skip("needs libssl.so.3, libcrypto.so.3 and libz.so.1 on this machine")
+    runtime = RuntimeNeeds()
+    runtime.add("credprov-plugins/runtime/credprov-plugins", dynamic_executable().read_bytes())
+    for name in ("libssl.so.3", "libcrypto.so.3", "libz.so.1"):  # libssl needs libcrypto
+        runtime.add(f"credprov-plugins/runtime/_internal/{name}", Path(found[name]).read_bytes())
+    copied = {path.rsplit("/", 1)[-1] for path in system_libraries(runtime, dirs)}
+    assert "libc.so.6" in copied
+    assert not {"libssl.so.3", "libcrypto.so.3"} & copied
+    runtime.system_needed.add("libz.so.1")  # as PyInstaller's bootloader needs it
+    assert "libz.so.1" in {p.rsplit("/", 1)[-1] for p in system_libraries(runtime, dirs)}
+
+
+def test_image_refuses_a_machine_without_the_runtimes_libraries(tmp_path: Path) -> None:
+    from credprov.bundle.oci import RuntimeNeeds, system_libraries
+
+    exe = dynamic_executable().read_bytes()
+    runtime = RuntimeNeeds()
+    runtime.add("credprov-plugins/runtime/credprov-plugins", exe)
+    libs = tmp_path / "lib"
+    libs.mkdir()
+    with pytest.raises(BundleError) as missing:
+        system_libraries(runtime, [str(libs)])
+    assert str(missing.value).startswith("the bundle's runtime needs lib")
+    assert str(missing.value).endswith(f"which is in none of {libs} here: make the image where "
+                                       "the bundle was built")  # fmt: skip
+    # An older glibc than the runtime was linked against.
+    runtime.glibc = (2, 99)
+    for name in runtime.system_needed:
+        (libs / name).write_bytes(b"GLIBC_2.17\0")
+    with pytest.raises(BundleError, match=r"needs glibc >= 2\.99 and .*libc\.so\.6 is glibc "
+                       r"2\.17: make the image where the bundle was built"):  # fmt: skip
+        system_libraries(runtime, [str(libs)])
+
+
+def test_elf_reader_never_fails_on_bad_input() -> None:
+    from credprov.bundle._elf import Dynamic, dynamic_info
+
+    exe = dynamic_executable().read_bytes()
+    info = dynamic_info(exe)
+    assert info is not None and info.interpreter and "libc.so.6" in info.needed
+    assert dynamic_info(b"#!/bin/sh\n") is None
+    if Path("/bin/busybox").exists():  # Debian's busybox-static: no loader, no libraries
+        assert dynamic_info(Path("/bin/busybox").read_bytes()) == Dynamic(None, ())
+    for size in (0, 4, 51, 52, 63, 64, 200, 4096, len(exe) // 2):
+        dynamic_info(exe[:size])  # truncated: an answer or None, never an exception
+    garbage = bytearray(exe[:64])
+    garbage[32:40] = (2**63).to_bytes(8, "little")  # program headers far past the end
+    assert dynamic_info(bytes(garbage)) == dynamic_info(bytes(garbage))
