@@ -219,10 +219,7 @@ def judge(proc: subprocess.CompletedProcess[str], root: str) -> None:
     assert runnable["message"].startswith("ELF 64-bit"), runnable
     others = {k: v for k, v in statuses.items() if k != "plugin.responds"}
     assert others == {k: v for k, v in EXPECTED.items() if k != "plugin.responds"}, doc["checks"]
-    # TODO(sandbox): passes once branch `sandbox` is merged: the doctor then runs a plugin by
-    # its node path `<bin-dir>/<name>` (inside the root with --root), so the multicall
-    # runtime dispatches; today it runs the resolved symlink target, which answers
-    # "started as 'credprov-plugins', which is not a plugin name" (and the doctor exits 1).
+    # Run by its node path (inside the root), the multicall runtime dispatches on its name.
     responds = next(c for c in doc["checks"] if c["id"] == "plugin.responds")
     assert responds["status"] == "pass", responds
     assert responds["message"].startswith(f"for {nodes.APP_IMAGE}: answered in "), responds
