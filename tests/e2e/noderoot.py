@@ -116,6 +116,8 @@ def node_root() -> Iterator[Path]:
             shutil.rmtree(root, ignore_errors=True)
             subprocess.run(["cp", "-a", str(pristine), str(root)], check=True)
         (root / BIN_DIR.lstrip("/")).mkdir(parents=True)
+        root.chmod(0o755)  # a node's / (debootstrap leaves its target 0700)
+        parent.chmod(0o755)
         yield root
     finally:
         shutil.rmtree(parent, ignore_errors=True)

@@ -84,6 +84,9 @@ def plant(root: Path, path: str, text: str) -> None:
 
 def plant_kubeadm_node(root: Path) -> None:
     plant(root, "/etc/hostname", f"{nodes.NODE}\n")
+    # A node image has no live /proc; this mount table is what bin-dir.exec reads instead
+    # (without one it would say "noexec was not checked" and skip).
+    plant(root, "/proc/mounts", "/dev/sda1 / ext4 rw,relatime 0 0\n")
     plant(
         root, "/usr/lib/systemd/system/kubelet.service", "[Service]\nExecStart=/usr/bin/kubelet\n"
     )
@@ -222,7 +225,8 @@ def judge(proc: subprocess.CompletedProcess[str], root: str) -> None:
     # Run by its node path (inside the root), the multicall runtime dispatches on its name.
     responds = next(c for c in doc["checks"] if c["id"] == "plugin.responds")
     assert responds["status"] == "pass", responds
-    assert responds["message"].startswith(f"for {nodes.APP_IMAGE}: answered in "), responds
+    repo = nodes.APP_IMAGE.rsplit(":", 1)[0]  # the request carries the repository
+    assert responds["message"].startswith(f"for {repo}: answered in "), responds
     assert proc.returncode == 0, proc.stderr
 
 
