@@ -33,6 +33,7 @@ QUICK = {
     "bench_plugin_acr.py": ["--rounds", "1"],
     "bench_ensure_cri.py": ["--rounds", "1", "--cli-rounds", "1"],
     "bench_doctor.py": ["--rounds", "1"],
+    "bench_doctor_scale.py": ["--rounds", "1", "--scale", "0.05"],
 }
 #: Benchmarks too slow for a smoke run, and what covers them instead.
 NOT_QUICK = {
