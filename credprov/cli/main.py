@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from credprov import __version__
+from credprov._go.goenv import GO_VERSION_ENV
 from credprov.errors import CredprovError, UsageError
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
@@ -25,27 +26,11 @@ class CLIError(CredprovError):
     """A user-facing error: printed as one line, exit status 1."""
 
 
-#: The environment variable with the default of ``--go-version`` (every command follows it).
-GO_VERSION_ENV = "CREDPROV_GO_VERSION"
-
-
 def _use_go_version(args: argparse.Namespace) -> str | None:
-    """Follow ``--go-version``, else ``$CREDPROV_GO_VERSION``; the error text when the value
-    is not a Go release credprov reproduces."""
-    value = getattr(args, "go_version", None)
-    source = "--go-version"
-    if value is None:
-        value = os.environ.get(GO_VERSION_ENV) or None
-        source = GO_VERSION_ENV
-    if value is None:
-        return None
-    from credprov._go.version import GoVersionError, use_go
+    """Follow ``--go-version`` (or ``$CREDPROV_GO_VERSION``); the error text, if any."""
+    from credprov._go.goenv import follow_go_version
 
-    try:
-        use_go(value)
-    except GoVersionError as exc:
-        return f"{source}: {exc}"
-    return None
+    return follow_go_version(getattr(args, "go_version", None))
 
 
 def _terminal_columns() -> int:
@@ -282,22 +267,9 @@ def _setup_logging_lazily(verbosity: int) -> None:
 
 
 def _setup_logging(verbosity: int) -> None:
-    import logging
+    from credprov.base.logs import setup_logging
 
-    if verbosity <= 0:
-        level = logging.CRITICAL + 1
-    elif verbosity == 1:
-        level = logging.WARNING
-    elif verbosity < 4:
-        level = logging.INFO
-    else:
-        level = logging.DEBUG
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("credprov: %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("credprov")
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    root.propagate = False
+    setup_logging(verbosity)
 
 
 def one_line(message: str) -> str:

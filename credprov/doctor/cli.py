@@ -22,6 +22,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from credprov._go.goenv import GO_VERSION_ENV
+
 __all__ = ["DESCRIPTION", "HELP", "add_arguments", "build_parser", "main", "run"]
 
 #: The name ``credprov doctor`` is known by in its messages.
@@ -40,9 +42,6 @@ DESCRIPTION = (
     "only); without, as the kubelet runs them. Exit 0 when nothing fails, 1 when a "
     "check fails, 2 on usage errors."
 )
-
-#: The environment variable with the default of ``--go-version`` (as every credprov command).
-GO_VERSION_ENV = "CREDPROV_GO_VERSION"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -208,44 +207,6 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     return p
 
 
-def _use_go_version(value: str | None) -> str | None:
-    """Follow ``--go-version``, else ``$CREDPROV_GO_VERSION``; the error text when the value
-    is not a Go release credprov reproduces."""
-    source = "--go-version"
-    if value is None:
-        value = os.environ.get(GO_VERSION_ENV) or None
-        source = GO_VERSION_ENV
-    if value is None:
-        return None
-    from credprov._go.version import GoVersionError, use_go
-
-    try:
-        use_go(value)
-    except GoVersionError as exc:
-        return f"{source}: {exc}"
-    return None
-
-
-def _setup_logging(verbosity: int) -> None:
-    """The ``credprov`` logger on stderr at ``-v``'s level (silent at 0), as the CLI's."""
-    import logging
-
-    if verbosity <= 0:
-        level = logging.CRITICAL + 1
-    elif verbosity == 1:
-        level = logging.WARNING
-    elif verbosity < 4:
-        level = logging.INFO
-    else:
-        level = logging.DEBUG
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("credprov: %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("credprov")
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    root.propagate = False
-
-
 def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     """``credprov doctor`` without the credprov CLI: parse ``argv`` (default
     ``sys.argv[1:]``), run, return the exit status; never a traceback."""
@@ -256,8 +217,11 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
     args = build_parser(prog).parse_args(argv)
-    _setup_logging(args.verbosity)
-    bad_go_version = _use_go_version(args.go_version)
+    from credprov._go.goenv import follow_go_version
+    from credprov.base.logs import setup_logging
+
+    setup_logging(args.verbosity)
+    bad_go_version = follow_go_version(args.go_version)
     if bad_go_version is not None:
         return _usage(bad_go_version, prog)
     try:
