@@ -3,7 +3,8 @@
 * :func:`pristine_root`: ``debootstrap --variant=minbase bookworm`` from the Debian mirror
   apt already uses, cached between runs outside the repository
   (``${XDG_CACHE_HOME:-~/.cache}/credprov/node-root-bookworm-minbase``; ~45 s the first
-  time, then nothing). It is built under a temporary name and renamed when complete, so an
+  time, then nothing). Other suites (``bullseye``: glibc 2.31), architectures (``arm64``,
+  run under qemu-user-static) and extra packages get their own cache entries. It is built under a temporary name and renamed when complete, so an
   interrupted run never leaves a half root in the cache. The root has glibc, zlib, dash
   and coreutils, and no Python.
 * :func:`node_root`: a private copy of it for one test module (hard links, ~0.5 s: the
@@ -15,6 +16,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -29,7 +31,7 @@ import pytest
 from tests.e2e.registry import require_tools
 
 SUITE = "bookworm"
-ROOT_NAME = f"node-root-{SUITE}-minbase"
+ROOT_NAME = f"node-root-{SUITE}-minbase"  # the default root's cache entry
 #: The kubelet-plugin bin dir used inside the root (kubeadm's common choice).
 BIN_DIR = "/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec"
 FALLBACK_MIRROR = "http://deb.debian.org/debian"
@@ -49,7 +51,8 @@ def require_root_tools() -> None:
 
 
 def apt_mirror() -> str:
-    """The Debian mirror apt uses for ``bookworm`` (deb822 ``.sources`` or ``sources.list``)."""
+    """The Debian mirror apt uses for ``bookworm`` (deb822 ``.sources`` or ``sources.list``);
+    the same mirror serves the other suites and architectures."""
     candidates = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
     for path in candidates:
         try:
@@ -75,25 +78,43 @@ def cache_dir() -> Path:
     return Path(base) / "credprov"
 
 
-def pristine_root() -> Path:
-    """The cached minbase root, built on first use."""
+def root_name(suite: str = SUITE, arch: str | None = None, include: Sequence[str] = ()) -> str:
+    """The cache entry's name for a root of ``suite``/``arch`` with packages ``include``."""
+    name = f"node-root-{suite}-minbase"
+    if arch:
+        name += f"-{arch}"
+    if include:
+        name += "-" + hashlib.sha256(",".join(sorted(include)).encode()).hexdigest()[:10]
+    return name
+
+
+def pristine_root(
+    suite: str = SUITE, *, arch: str | None = None, include: Sequence[str] = ()
+) -> Path:
+    """The cached minbase root of ``suite`` (for ``arch``, default this machine's, with the
+    extra packages ``include``), built on first use."""
     require_root_tools()
-    root = cache_dir() / ROOT_NAME
+    root = cache_dir() / root_name(suite, arch, include)
     if (root / "usr" / "bin" / "dash").exists():
         return root
     root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f"{ROOT_NAME}.tmp.", dir=root.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f"{root.name}.tmp.", dir=root.parent))
+    cmd = ["debootstrap", "--variant=minbase"]
+    if arch:
+        cmd.append(f"--arch={arch}")
+    if include:
+        cmd.append("--include=" + ",".join(include))
     try:
         proc = subprocess.run(
-            ["debootstrap", "--variant=minbase", SUITE, str(tmp), apt_mirror()],
+            [*cmd, suite, str(tmp), apt_mirror()],
             capture_output=True,
             text=True,
-            timeout=900,
+            timeout=1800,
             check=False,
         )
         if proc.returncode != 0:
             tail = " | ".join(proc.stdout.strip().splitlines()[-3:])
-            pytest.fail(f"debootstrap failed (exit {proc.returncode}): {tail}")
+            pytest.fail(f"debootstrap of {root.name} failed (exit {proc.returncode}): {tail}")
         if root.exists():  # another run finished first
             shutil.rmtree(tmp)
         else:
@@ -105,9 +126,11 @@ def pristine_root() -> Path:
 
 
 @contextmanager
-def node_root() -> Iterator[Path]:
+def node_root(
+    suite: str = SUITE, *, arch: str | None = None, include: Sequence[str] = ()
+) -> Iterator[Path]:
     """A private copy of :func:`pristine_root` with an empty :data:`BIN_DIR`."""
-    pristine = pristine_root()
+    pristine = pristine_root(suite, arch=arch, include=include)
     parent = Path(tempfile.mkdtemp(prefix="credprov-node-", dir=pristine.parent))
     root = parent / "root"
     try:
