@@ -49,9 +49,11 @@ PASSWORD = f"robot-{CANARY}"
 STATIC_FILE = "/etc/credprov/static-credentials.yaml"  # the example config's --config
 ECR_ANSWER = json.dumps({
     "kind": "CredentialProviderResponse", "apiVersion": f"{G}/v1", "cacheKeyType": "Registry",
-    "cacheDuration": "1m", "auth": {ECR_REGISTRY: {"username": "AWS", "password": ECR_TOKEN}},
+    "cacheDuration": "1m", "auth": {nodes.EKS_ECR_PATTERNS[0]: {"username": "AWS",
+                                                                  "password": ECR_TOKEN}},
 })  # fmt: skip
-#: The AMI's plugin, as far as the kubelet can tell: reads the request, answers for ECR.
+#: The AMI's plugin, as far as the kubelet can tell: reads the request, answers for any ECR
+#: registry of the commercial partition (a glob auth key, so also the doctor's sample image).
 AMI_ECR_PLUGIN = f"#!/bin/sh\ncat >/dev/null\nprintf '%s\\n' '{ECR_ANSWER}'\n"
 #: What nodeadm appends for NodeConfig ``spec.kubelet.flags`` (deploy/README.md, step 4).
 POINT_KUBELET = f"--image-credential-provider-config={nodes.EKS_BIN}"
