@@ -37,8 +37,12 @@ PROVIDERS = (
 
 
 def write(root: Path, node_path: str, text: str, mode: int = 0o644) -> Path:
+    """``node_path`` in the root as a new file: an existing one is unlinked first, never
+    written through (the end-to-end roots are hard-linked copies of a cached root)."""
     path = root / node_path.lstrip("/")
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() or path.is_symlink():
+        path.unlink()
     path.write_text(text)
     path.chmod(mode)
     return path
@@ -329,10 +333,37 @@ EKS_CONFIG = "/etc/eks/image-credential-provider/config.json"
 EKS_DROP_INS = "/etc/kubernetes/kubelet/config.json.d"
 
 
-def eks_node(root: Path) -> Path:
-    """An EKS AL2023 node as nodeadm leaves it: its kubelet.service, the environment file
-    with ``NODEADM_KUBELET_ARGS``, a JSON KubeletConfiguration and a ``--config-dir`` drop-in."""
-    _base_os(root)
+#: nodeadm's provider config on AL2023 (its template, filled in): the AMI's ECR plugin only.
+EKS_ECR_PATTERNS = (
+    "*.dkr.ecr.*.amazonaws.com",
+    "*.dkr.ecr.*.amazonaws.com.cn",
+    "*.dkr.ecr-fips.*.amazonaws.com",
+    "*.dkr.ecr.*.c2s.ic.gov",
+    "*.dkr.ecr.*.sc2s.sgov.gov",
+)
+
+
+def nodeadm_provider_config() -> str:
+    """``config.json`` as nodeadm writes it: one provider, ``ecr-credential-provider``."""
+    provider = {
+        "name": "ecr-credential-provider",
+        "matchImages": list(EKS_ECR_PATTERNS),
+        "defaultCacheDuration": "12h",
+        "apiVersion": "credentialprovider.kubelet.k8s.io/v1",
+    }
+    doc = {
+        "apiVersion": "kubelet.config.k8s.io/v1",
+        "kind": "CredentialProviderConfig",
+        "providers": [provider],
+    }
+    return json.dumps(doc, indent=2)
+
+
+def eks_kubelet(root: Path, extra_args: str = "") -> None:
+    """nodeadm's kubelet set-up: its kubelet.service, the environment file with
+    ``NODEADM_KUBELET_ARGS`` (``extra_args`` appended, as nodeadm appends a NodeConfig's
+    ``spec.kubelet.flags`` after its own), a JSON KubeletConfiguration and a ``--config-dir``
+    drop-in."""
     write(root, "/usr/bin/nodeadm", "#!/bin/sh\n", 0o755)
     write(
         root,
@@ -346,13 +377,14 @@ def eks_node(root: Path) -> Path:
         "    --container-runtime-endpoint unix:///run/containerd/containerd.sock \\\n"
         "    $NODEADM_KUBELET_ARGS\n\n[Install]\nWantedBy=multi-user.target\n",
     )
+    extra = f" {extra_args}" if extra_args else ""
     write(
         root,
         "/etc/eks/kubelet/environment",
         'NODEADM_KUBELET_ARGS="--node-ip=10.0.0.1 --hostname-override=ip-10-0-0-1.ec2.internal '
         f"--image-credential-provider-bin-dir={EKS_BIN} "
         f"--image-credential-provider-config={EKS_CONFIG} "
-        f'--config-dir={EKS_DROP_INS} --node-labels=eks.amazonaws.com/nodegroup=ng-1"\n',
+        f'--config-dir={EKS_DROP_INS} --node-labels=eks.amazonaws.com/nodegroup=ng-1{extra}"\n',
     )
     write(
         root,
@@ -379,6 +411,24 @@ def eks_node(root: Path) -> Path:
             }
         ),
     )
+
+
+def eks_node(root: Path) -> Path:
+    """An EKS AL2023 node as nodeadm leaves it (:func:`eks_kubelet`), with the doctor's three
+    fixture providers in nodeadm's config and bin dir."""
+    _base_os(root)
+    eks_kubelet(root)
     write(root, EKS_CONFIG, provider_config())
     _plugins(root, EKS_BIN)
+    return root
+
+
+def eks_nodeadm_node(root: Path, ecr_plugin: str, extra_args: str = "") -> Path:
+    """An EKS AL2023 node exactly as nodeadm lays out its providers: :func:`eks_kubelet`, the
+    AMI's ``ecr-credential-provider`` (here the script ``ecr_plugin``) and nodeadm's
+    ``config.json`` naming it, in ``/etc/eks/image-credential-provider``. Nothing of the OS:
+    ``root`` brings its own (a debootstrap root, or :func:`_base_os`)."""
+    eks_kubelet(root, extra_args)
+    write(root, EKS_CONFIG, nodeadm_provider_config())
+    write(root, f"{EKS_BIN}/ecr-credential-provider", ecr_plugin, 0o755)
     return root
