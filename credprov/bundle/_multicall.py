@@ -21,9 +21,12 @@ PLUGINS = {
 }
 
 #: The bundle's commands that are not plugins (never installed into a bin dir): name →
-#: ``module:function``; ``credprov-plugins/doctor`` is ``credprov doctor`` without Python.
+#: ``module:function``; ``credprov-plugins/doctor`` is ``credprov doctor`` without Python,
+#: ``validate-config`` checks provider configs as the kubelet reads a config directory (the
+#: installer image runs it before writing one).
 TOOLS = {
     "doctor": "credprov.doctor.cli:main",
+    "validate-config": "credprov.bundle.validate_config:main",
 }
 
 RUNTIME_NAME = "credprov-plugins"

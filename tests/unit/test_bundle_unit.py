@@ -158,7 +158,10 @@ def test_multicall_runs_tools_by_name_and_lists_only_plugins(
     monkeypatch.setattr(sys, "argv", ["credprov-plugins", "--list"])
     assert _multicall.main(table) == 0
     assert capsys.readouterr().out == "static-credential-provider\n"
-    assert _multicall.TOOLS == {"doctor": "credprov.doctor.cli:main"}
+    assert _multicall.TOOLS == {
+        "doctor": "credprov.doctor.cli:main",
+        "validate-config": "credprov.bundle.validate_config:main",
+    }
 
 
 def test_bundle_links_the_doctor_which_install_never_installs(tmp_path: Path) -> None:
