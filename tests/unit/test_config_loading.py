@@ -614,10 +614,12 @@ def test_directory_order_is_bytewise_and_filters(tmp_path: Path) -> None:
     (d / "a.yaml").write_text(_single("a", "r", "1m"), encoding="utf-8")
     (d / "c.YAML").write_text("not read", encoding="utf-8")  # extension check is exact
     (d / "notes.txt").write_text("not read", encoding="utf-8")
+    (d / ".cfg.yaml.owner").write_text("not read", encoding="utf-8")  # Go: Ext is ".owner"
+    (d / ".yaml").write_text(_single("dot", "r", "1m"), encoding="utf-8")  # Go: Ext ".yaml"
     (d / "sub.yaml").mkdir()  # a directory, even with a matching name, is skipped
     (d / "sub.yaml" / "x.yaml").write_text("not read", encoding="utf-8")
     config, _ = read_config(str(d))
-    assert [p.name for p in config.providers] == ["B", "a", "b"]
+    assert [p.name for p in config.providers] == ["dot", "B", "a", "b"]
 
 
 def test_symlink_in_directory_is_read(tmp_path: Path) -> None:

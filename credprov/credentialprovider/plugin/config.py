@@ -164,13 +164,20 @@ def config_files(path: str, files: ConfigFiles = _HOST_FILES) -> list[str]:
     for name, entry_is_dir in entries:
         if entry_is_dir:
             continue
-        if os.path.splitext(name)[1] in _CONFIG_EXTENSIONS:
+        if _go_ext(name) in _CONFIG_EXTENSIONS:
             found.append(os.path.join(path, name))
     if not found:
         raise ConfigError(f"no configuration files found in directory {go_quote(path)}")
     # Go sorts the joined paths as byte strings.
     found.sort(key=lambda p: p.encode("utf-8", "surrogateescape"))
     return found
+
+
+def _go_ext(name: str) -> str:
+    """Go's ``filepath.Ext`` of a base name: from its last dot on, so ``.yaml`` (a dot-file to
+    Python's ``splitext``) has the extension ``.yaml`` and the kubelet reads it."""
+    dot = name.rfind(".")
+    return name[dot:] if dot >= 0 else ""
 
 
 def _read_file(path: str, files: ConfigFiles = _HOST_FILES) -> bytes:
