@@ -134,7 +134,7 @@ def _decompress(path: Path, out: IO[bytes], limit: int) -> None:
                     total += len(chunk)
                     if total > limit:
                         raise _error(path, f"unpacks to more than {limit} bytes")
-                    out.write(chunk)
+                    _write(path, out, chunk)
         except gzip.BadGzipFile as exc:
             text = str(exc)
             if text.startswith("Not a gzipped file"):
@@ -146,7 +146,17 @@ def _decompress(path: Path, out: IO[bytes], limit: int) -> None:
             raise _error(path, f"corrupt gzip stream ({exc})") from None
         except OSError as exc:
             raise _error(path, f"cannot read: {exc.strerror or exc}") from None
-    out.flush()
+    try:
+        out.flush()
+    except OSError as exc:
+        raise BundleError(f"cannot unpack bundle {path}: {exc.strerror or exc}") from None
+
+
+def _write(path: Path, out: IO[bytes], data: bytes) -> None:
+    try:
+        out.write(data)
+    except OSError as exc:
+        raise BundleError(f"cannot unpack bundle {path}: {exc.strerror or exc}") from None
 
 
 def _check_name(path: Path, member: tarfile.TarInfo) -> None:
@@ -291,11 +301,12 @@ def open_bundle(
         BundleError: one line naming the file and what is wrong with it.
     """
     path = Path(tarball)
-    with tempfile.TemporaryFile(dir=tmp_dir) as plain:
-        try:
-            _decompress(path, plain, (limits or Limits()).unpacked)
-        except OSError as exc:  # writing the copy
-            raise BundleError(f"cannot unpack bundle {path}: {exc.strerror or exc}") from None
+    try:
+        plain = tempfile.TemporaryFile(dir=tmp_dir)  # noqa: SIM115 (the with below)
+    except OSError as exc:
+        raise BundleError(f"cannot unpack bundle {path}: {exc.strerror or exc}") from None
+    with plain:
+        _decompress(path, plain, (limits or Limits()).unpacked)
         plain.seek(0)
         try:
             tar = tarfile.open(fileobj=plain, mode="r:")  # noqa: SIM115 (the with below)
