@@ -559,14 +559,14 @@ MEMORY_CHILD = textwrap.dedent(
 
 @needs_busybox
 def test_a_big_bundle_is_written_in_bounded_memory(tmp_path: Path) -> None:
-    """A bundle with 160 MiB of filler becomes an image with 64 MiB of address space to
+    """A bundle with 96 MiB of filler becomes an image with 48 MiB of address space to
     spare: layers are streamed through temporary files, never held whole (the old writer
     held the layer, its gzip and the bundle's members: several times the bundle)."""
-    filler = 160 << 20
+    filler = 96 << 20
     tarball = make_tarball(tmp_path, filler=filler)
     image = tmp_path / "big.tar"
     proc = subprocess.run(
-        [sys.executable, "-c", MEMORY_CHILD, str(tarball), str(image), str(64 << 20)],
+        [sys.executable, "-c", MEMORY_CHILD, str(tarball), str(image), str(48 << 20)],
         capture_output=True,
         text=True,
         check=False,
