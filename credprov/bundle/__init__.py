@@ -3,8 +3,11 @@
 * :mod:`credprov.bundle.build`: ``credprov bundle`` — freeze the plugins with PyInstaller
   (``--onedir``, one multicall runtime, :mod:`credprov.bundle._multicall`) and pack
   ``credprov-plugins-<version>-linux-<arch>.tar.gz`` with its POSIX-sh ``install``;
+* :mod:`credprov.bundle.tarball`: a bundle tarball read as untrusted input, checked whole
+  (complete, bounded, only ``credprov-plugins/``) before it is unpacked or imaged;
 * :mod:`credprov.bundle.oci`: the installer image, an OCI image archive written directly
-  (no buildah): static busybox, the bundle and ``image-entrypoint``.
+  (no buildah): static busybox, the bundle and ``image-entrypoint``; one bundle per
+  architecture gives one multi-architecture image.
 
 This package's ``__init__`` imports nothing: the frozen runtime imports
 :mod:`credprov.bundle._multicall` on every plugin start.

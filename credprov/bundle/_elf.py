@@ -6,7 +6,9 @@ bring themselves, and the dynamic loader (``PT_INTERP``), copied from the machin
 makes the image. Only these two lists are read, from the file's program headers and its
 dynamic segment, as the System V ABI lays them out (ELF32/ELF64, either byte order); the
 bytes come from the bundle tarball in memory, so nothing here opens or runs a file.
-``credprov.doctor.binaries`` reads the interpreter for its own, different question
+:func:`machine` reads ``e_machine``, so a file of another architecture (an amd64 busybox
+offered for an arm64 image) is refused before it is packed. ``credprov.doctor.binaries``
+reads the interpreter for its own, different question
 (will this plugin start on that node?) and sits in a sibling layer.
 """
 
@@ -15,9 +17,14 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-__all__ = ["Dynamic", "dynamic_info"]
+__all__ = ["Dynamic", "dynamic_info", "machine"]
 
 _PT_LOAD, _PT_DYNAMIC, _PT_INTERP = 1, 2, 3
+
+#: ``e_machine`` → the architecture as Go and container images name it (the ones a Linux
+#: node runs; 64-bit little-endian where the name depends on it).
+_MACHINES = {3: "386", 40: "arm", 62: "amd64", 183: "arm64", 243: "riscv64", 21: "ppc64le",
+             22: "s390x"}  # fmt: skip
 _DT_NULL, _DT_NEEDED, _DT_STRTAB = 0, 1, 5
 
 
@@ -33,6 +40,15 @@ class Dynamic:
 def _cstring(data: bytes, offset: int) -> str:
     end = data.find(b"\0", offset)
     return data[offset : end if end >= 0 else len(data)].decode("utf-8", "replace")
+
+
+def machine(data: bytes) -> str | None:
+    """The architecture an ELF file is for (``"amd64"``, ``"arm64"``, ...; ``"EM_<n>"`` for
+    others); None if ``data`` does not start with an ELF header."""
+    if len(data) < 20 or data[:4] != b"\x7fELF" or data[5] not in (1, 2):
+        return None
+    (number,) = struct.unpack_from("<H" if data[5] == 1 else ">H", data, 18)
+    return _MACHINES.get(number, f"EM_{number}")
 
 
 def dynamic_info(data: bytes) -> Dynamic | None:

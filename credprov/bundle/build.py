@@ -308,13 +308,24 @@ def _normalised(info: tarfile.TarInfo) -> tarfile.TarInfo:
     return info
 
 
+def _temp_next_to(path: Path) -> tuple[int, Path]:
+    """A new file next to ``path`` under an unpredictable name, created exclusively (a link
+    planted under a guessable name is never followed); mode 0644."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise BundleError(f"cannot write {path}: {exc.strerror or exc}") from None
+    os.fchmod(fd, 0o644)
+    return fd, Path(name)
+
+
 def write_tarball(bundle: Path, tarball: Path) -> None:
     """A reproducible ``.tar.gz`` of ``bundle`` (sorted entries, root-owned, fixed mtime),
     written atomically."""
-    tmp = tarball.with_name(f".{tarball.name}.tmp{os.getpid()}")
+    fd, tmp = _temp_next_to(tarball)
     try:
         with (
-            open(tmp, "wb") as raw,
+            open(fd, "wb") as raw,
             gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz,
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
         ):
@@ -322,6 +333,8 @@ def write_tarball(bundle: Path, tarball: Path) -> None:
                 arcname = path.relative_to(bundle.parent).as_posix()
                 tar.add(path, arcname, recursive=False, filter=_normalised)
         os.replace(tmp, tarball)
+    except OSError as exc:
+        raise BundleError(f"cannot write {tarball}: {exc.strerror or exc}") from None
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
@@ -331,24 +344,49 @@ def _tree_size(root: Path) -> int:
     return sum(p.lstat().st_size for p in root.rglob("*") if not p.is_dir())
 
 
+def make_out_dir(out_dir: str | os.PathLike[str]) -> Path:
+    """``out_dir``, created (with its parents) when missing, checked to be a writable
+    directory.
+
+    Raises:
+        BundleError: it cannot be created, is not a directory or is not writable.
+    """
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise BundleError(f"output directory {out} is not a directory") from None
+    except OSError as exc:
+        raise BundleError(f"cannot create output directory {out}: {exc.strerror}") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise BundleError(f"output directory {out} is not writable")
+    return out
+
+
 def build_bundle(
     out_dir: str | os.PathLike[str],
     names: Sequence[str] = (),
     *,
     keep_dir: bool = False,
+    arch: str | None = None,
 ) -> BundleResult:
-    """Freeze ``names`` (default: every plugin) and write the tarball into ``out_dir``.
+    """Freeze ``names`` (default: every plugin) and write the tarball into ``out_dir``
+    (created when missing).
+
+    Args:
+        arch: the architecture to build for (Go's name); only this machine's here.
 
     Raises:
-        BundleError: unknown plugin, PyInstaller missing or failing, unwritable ``out_dir``.
+        BundleError: unknown plugin or architecture, PyInstaller missing or failing,
+            an ``out_dir`` that cannot be created or written.
     """
     started = time.monotonic()
     plugins = select_plugins(names)
-    out = Path(out_dir)
-    if not out.is_dir():
-        raise BundleError(f"output directory {out} does not exist")
-    if not os.access(out, os.W_OK):
-        raise BundleError(f"output directory {out} is not writable")
+    if arch is not None and go_arch(arch) != go_arch():
+        raise BundleError(
+            f"cannot build for linux/{go_arch(arch)} on this linux/{go_arch()} machine"
+        )
+    out = make_out_dir(out_dir)
     with tempfile.TemporaryDirectory(prefix="credprov-bundle-") as tmp:
         work = Path(tmp)
         runtime = _freeze(plugins, work)
@@ -374,7 +412,13 @@ def build_bundle(
 
 def unpack(tarball: Path, dest: Path) -> Path:
     """Unpack a bundle tarball into ``dest`` (the ``tar xzf`` of the README), returning
-    ``dest/credprov-plugins``."""
-    with tarfile.open(tarball, "r:gz") as tar:
-        tar.extractall(dest, filter="tar")
-    return dest / BUNDLE_DIR
+    ``dest/credprov-plugins``; the tarball is checked whole first
+    (:func:`credprov.bundle.tarball.open_bundle`).
+
+    Raises:
+        BundleError: not a whole, well-formed bundle, or ``dest`` cannot be written.
+    """
+    from credprov.bundle.tarball import open_bundle
+
+    with open_bundle(tarball, tmp_dir=dest if dest.is_dir() else None) as bundle:
+        return bundle.extract(dest)

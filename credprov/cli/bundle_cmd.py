@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import contextlib
+import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 from credprov.cli.main import CLIError, add_common
@@ -16,24 +18,39 @@ def add_parser(sub: Any) -> None:
         description=(
             "Freeze PLUGIN... (default: all) with PyInstaller into one relocatable runtime "
             "for this machine's OS and architecture and write "
-            "DIR/credprov-plugins-<version>-linux-<arch>.tar.gz; unpacked, "
+            "DIR/credprov-plugins-<version>-linux-<arch>.tar.gz (DIR is created); unpacked, "
             "credprov-plugins/install --bin-dir DIR puts the plugins into a kubelet bin dir. "
             "With --oci-archive, also write the installer image (FROM scratch, static "
-            "busybox) as an OCI archive for `ctr images import` or `podman load`; "
-            "--from-tarball makes the image from an existing bundle without rebuilding."
+            "busybox) as an OCI archive for `ctr images import` or `podman load` (without "
+            "--out, only the image); --from-tarball makes the image from existing bundles "
+            "without rebuilding: one per architecture gives one multi-architecture image, "
+            "each other architecture's busybox and glibc taken from --sysroot ARCH=DIR."
         ),
     )
     p.add_argument("plugins", nargs="*", metavar="PLUGIN", help="plugins to bundle (all)")
-    p.add_argument("--out", metavar="DIR", help="directory for the tarball")
-    p.add_argument("--oci-archive", metavar="FILE", help="also write the installer image")
+    p.add_argument("--out", metavar="DIR", help="directory for the tarball (created)")
+    p.add_argument("--oci-archive", metavar="FILE", help="write the installer image")
     p.add_argument(
-        "--from-tarball", metavar="FILE", help="make the image from this bundle (no build)"
+        "--from-tarball",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="make the image from this bundle (no build); repeat for one per architecture",
     )
     p.add_argument(
         "--busybox",
         metavar="PATH",
         default="/bin/busybox",
-        help="static busybox for the image (Debian busybox-static: /bin/busybox)",
+        help="static busybox for this machine's architecture (Debian busybox-static: /bin/busybox)",
+    )
+    p.add_argument(
+        "--sysroot",
+        metavar="ARCH=DIR",
+        action="append",
+        default=[],
+        help="a root directory of ARCH (e.g. arm64) with /bin/busybox (busybox-static) and "
+        "glibc, for that architecture's image (debootstrap --arch=ARCH "
+        "--include=busybox-static)",
     )
     p.add_argument("--image-ref", metavar="REF", help="the image's name (default "
                    "localhost/credprov-plugins-installer:<version>)")  # fmt: skip
@@ -46,35 +63,80 @@ def _mb(size: int) -> str:
     return f"{size / 1e6:.1f} MB"
 
 
-def run(args: argparse.Namespace) -> int:
-    from credprov.bundle.build import BundleError, build_bundle
+def _sysroots(specs: list[str]) -> dict[str, str]:
+    """``--sysroot ARCH=DIR`` options as ``{arch: dir}``."""
+    from credprov.bundle.tarball import ARCHES
 
+    roots: dict[str, str] = {}
+    for spec in specs:
+        arch, sep, directory = spec.partition("=")
+        if not sep or not directory:
+            raise CLIError(f"--sysroot {spec}: want ARCH=DIR (e.g. arm64=/srv/arm64-root)")
+        if arch not in ARCHES:
+            raise CLIError(f"--sysroot {spec}: unknown architecture {arch!r}; want one of "
+                           f"{', '.join(sorted(ARCHES))}")  # fmt: skip
+        if arch in roots:
+            raise CLIError(f"--sysroot {arch}= is given twice")
+        roots[arch] = directory
+    return roots
+
+
+def _check_usage(args: argparse.Namespace) -> None:
     if args.from_tarball and (args.out or args.plugins):
         raise CLIError("--from-tarball makes only the image: drop --out and PLUGIN")
     if args.from_tarball and not args.oci_archive:
         raise CLIError("--from-tarball needs --oci-archive")
-    if not args.from_tarball and not args.out:
-        raise CLIError("--out DIR is required (where the tarball goes)")
-    try:
-        if args.from_tarball:
-            tarball = Path(args.from_tarball)
-            if not tarball.is_file():
-                raise CLIError(f"bundle {tarball} does not exist")
-        else:
-            result = build_bundle(args.out, args.plugins, keep_dir=args.keep_dir)
-            tarball = result.tarball
-            print(
-                f"bundle: {tarball} ({_mb(result.size)} gzipped, {_mb(result.unpacked_size)} "
-                f"unpacked; {len(result.plugins)} plugins; needs glibc >= {result.glibc}; "
-                f"built in {result.seconds:.1f} s)"
-            )
-        if args.oci_archive:
-            from credprov.bundle.oci import write_oci_archive
+    if not args.from_tarball and not args.out and not args.oci_archive:
+        raise CLIError("--out DIR is required (where the tarball goes), or --oci-archive FILE")
+    if args.keep_dir and not args.out:
+        raise CLIError("--keep-dir needs --out DIR")
+    if args.sysroot and not args.oci_archive:
+        raise CLIError("--sysroot is for the image: add --oci-archive FILE")
 
-            image = write_oci_archive(
-                tarball, args.oci_archive, busybox=args.busybox, reference=args.image_ref
-            )
-            print(f"image: {image.archive} ({image.reference}, {_mb(image.size)})")
+
+def run(args: argparse.Namespace) -> int:
+    from credprov.bundle.build import BundleError, build_bundle
+
+    _check_usage(args)
+    sysroots = _sysroots(args.sysroot)
+    try:
+        with contextlib.ExitStack() as stack:
+            if args.from_tarball:
+                tarballs = list(args.from_tarball)
+            else:
+                # Without --out the tarball is only a step towards the image.
+                out = args.out or stack.enter_context(_scratch_dir())
+                result = build_bundle(out, args.plugins, keep_dir=args.keep_dir)
+                tarballs = [result.tarball]
+                print(
+                    f"bundle: {result.tarball if args.out else 'built'} ({_mb(result.size)} "
+                    f"gzipped, {_mb(result.unpacked_size)} unpacked; {len(result.plugins)} "
+                    f"plugins; needs glibc >= {result.glibc}; built in {result.seconds:.1f} s)"
+                )
+            if args.oci_archive:
+                from credprov.bundle.oci import write_oci_archive
+
+                image = write_oci_archive(
+                    tarballs,
+                    args.oci_archive,
+                    busybox=args.busybox,
+                    sysroots=sysroots,
+                    reference=args.image_ref,
+                )
+                print(
+                    f"image: {image.archive} ({image.reference}, {', '.join(image.platforms)}, "
+                    f"{_mb(image.size)})"
+                )
     except BundleError as exc:
         raise CLIError(str(exc)) from None
     return 0
+
+
+@contextlib.contextmanager
+def _scratch_dir() -> Iterator[str]:
+    try:
+        scratch = tempfile.TemporaryDirectory(prefix="credprov-bundle-")
+    except OSError as exc:
+        raise CLIError(f"cannot make a temporary directory: {exc.strerror or exc}") from None
+    with scratch as path:
+        yield path

@@ -16,10 +16,10 @@ harness that judged its answer. Option errors are :class:`~credprov.errors.Usage
 
 from __future__ import annotations
 
+from credprov.base.rootfs import NodeRoot
 from credprov.doctor.context import Context, DoctorOptions, DoctorUsageError
 from credprov.doctor.discovery import KubeletSetup, Overrides, discover
 from credprov.doctor.report import Finding, Report, Status, render_text
-from credprov.doctor.rootfs import NodeRoot
 
 __all__ = [
     "DoctorOptions",

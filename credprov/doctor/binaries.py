@@ -22,7 +22,7 @@ import os
 import struct
 from dataclasses import dataclass
 
-from credprov.doctor.rootfs import NodeRoot
+from credprov.base.rootfs import NodeRoot
 
 __all__ = [
     "DEFAULT_PATH",

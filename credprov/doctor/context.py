@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from credprov._go.durations import MINUTE
 from credprov.api import internal
 from credprov.base.redact import TOKEN_LABEL, env_label
+from credprov.base.rootfs import NodeRoot
 from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT
 from credprov.doctor.discovery import KubeletSetup
-from credprov.doctor.rootfs import NodeRoot
 from credprov.errors import UsageError
 
 TYPE_CHECKING = False  # nodeauth costs start-up; the annotation needs it only when checked

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from credprov._go.decode import DecodeError, load_document
+from credprov.base.rootfs import MAX_READ_BYTES, NodeFileError, NodeRoot, describe_error
 from credprov.doctor.flags import (
     UnitSettings,
     expand_exec,
@@ -45,7 +46,6 @@ from credprov.doctor.flags import (
     parse_flags,
     parse_unit,
 )
-from credprov.doctor.rootfs import MAX_READ_BYTES, NodeFileError, NodeRoot, describe_error
 
 __all__ = [
     "ALLOWLIST",

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from credprov._go.durations import format_duration
-from credprov.doctor.rootfs import NodeRoot
+from credprov.base.rootfs import NodeRoot
 from credprov.doctor.sandbox import (
     HostLauncher,
     RootLauncher,

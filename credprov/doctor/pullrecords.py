@@ -6,7 +6,7 @@ reads each file with ``os.ReadFile`` (through symlinks) and decodes it strictly,
 looks one record up by the name ``sha256-<hash of the imageRef>``.
 
 :class:`NodePullRecords` reads the same files as the kubelet would see them from inside the
-node, and only through :class:`~credprov.doctor.rootfs.NodeRoot`: ``image_manager``, the two
+node, and only through :class:`~credprov.base.rootfs.NodeRoot`: ``image_manager``, the two
 directories and every file are resolved inside the root, so a record that links to
 ``/etc/shadow`` reads the node's ``/etc/shadow`` (which then fails to decode), never this
 machine's, and a link loop is an error, not a hang. The bytes are decoded by the pull
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from credprov.doctor.rootfs import NodeRoot
+from credprov.base.rootfs import NodeRoot
 from credprov.pullmanager.fsstore import (
     MAX_FILE_SIZE,
     decode_intent_file,

@@ -25,7 +25,7 @@ then execs, so the plugin's ``#!`` interpreter, dynamic loader, libc and files a
 node's. Its environment is exactly the provider's ``env`` plus systemd's default ``PATH``
 (what a kubelet's plugin sees) and ``CREDPROV_PLUGIN_CACHE_DIR``; nothing of the doctor's
 own environment. Mount targets inside the root are found by
-:meth:`~credprov.doctor.rootfs.NodeRoot.resolve` (symlinks resolved inside the root) and
+:meth:`~credprov.base.rootfs.NodeRoot.resolve` (symlinks resolved inside the root) and
 opened one component at a time with ``O_NOFOLLOW``; the mount goes onto the opened
 directory (``/proc/self/fd/N``), so a link swapped in meanwhile cannot point a mount at this
 machine's files.
@@ -72,9 +72,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from credprov.api import internal
+from credprov.base.rootfs import NodeRoot
 from credprov.credentialprovider.plugin.exec import Launch
 from credprov.doctor.binaries import DEFAULT_PATH
-from credprov.doctor.rootfs import NodeRoot
 from credprov.errors import CredprovError
 
 __all__ = [

@@ -1,5 +1,6 @@
 """credprov.bundle without PyInstaller: the installer script on a stand-in runtime, the OCI
-archive's structure, and the CLI's one-line errors."""
+archive's structure and the image's system libraries (the command itself:
+tests/unit/test_bundle_cli.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ import pytest
 
 from credprov.bundle.build import BundleError, assemble, select_plugins, write_tarball
 from credprov.bundle.oci import write_oci_archive
-from credprov.cli.main import main
 
 NAMES = ("static-credential-provider", "ecr-credential-provider")
 
@@ -118,25 +118,7 @@ def test_select_plugins() -> None:
         select_plugins(["nope"])
 
 
-CLI = {
-    "no --out": (["bundle"], "credprov: error: --out DIR is required (where the tarball goes)"),
-    "image only needs an archive": (
-        ["bundle", "--from-tarball", "x.tar.gz"],
-        "credprov: error: --from-tarball needs --oci-archive",
-    ),
-    "unknown plugin": (
-        ["bundle", "--out", ".", "nope"],
-        "credprov: error: unknown plugin(s) nope; available: static-credential-provider, "
-        "docker-credential-helper-provider, docker-credential-credprov, "
-        "ecr-credential-provider, auth-provider-gcp, acr-credential-provider",
-    ),
-}
-
-
-@pytest.mark.parametrize("argv, line", CLI.values(), ids=CLI.keys())
-def test_cli_errors(argv: list[str], line: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(argv) == 1
-    assert capsys.readouterr().err == line + "\n"
+# The command's error paths: tests/unit/test_bundle_cli.py.
 
 
 # -- the doctor in the bundle and the image -------------------------------------------------

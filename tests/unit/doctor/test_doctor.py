@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from credprov.base.rootfs import NodeRoot
 from credprov.cli.main import main
 from credprov.doctor import DoctorOptions, Report, Status, run_doctor
 from credprov.doctor.discovery import discover
 from credprov.doctor.report import GROUPS
-from credprov.doctor.rootfs import NodeRoot
 from tests.unit.doctor import nodes
 from tests.unit.doctor.nodes import BIN, CANARY, CONFIG, write
 

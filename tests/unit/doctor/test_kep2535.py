@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from credprov.base.rootfs import NodeRoot
 from credprov.doctor import DoctorOptions, Report, Status, run_doctor
 from credprov.doctor import pullrecords as pullrecords_module
 from credprov.doctor.cluster import NodeImages
 from credprov.doctor.pullrecords import NodePullRecords
-from credprov.doctor.rootfs import NodeRoot
 from credprov.kubelet.ensure import default_pull_policy
 from credprov.pullmanager.interfaces import RuntimeImage
 from credprov.pullmanager.types import (

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from credprov.base.fileio import FileTooLargeError, NotRegularFileError
-from credprov.doctor.rootfs import MAX_LIST_ENTRIES, NodeFileError, NodeRoot
+from credprov.base.rootfs import MAX_LIST_ENTRIES, NodeFileError, NodeRoot
 
 CANARY = b"host-canary-0b5e"
 
@@ -99,7 +99,7 @@ def test_listing_is_capped(world: tuple[NodeRoot, Path], monkeypatch: pytest.Mon
     many.mkdir()
     for i in range(30):
         (many / f"f{i:02d}").touch()
-    monkeypatch.setattr("credprov.doctor.rootfs.MAX_LIST_ENTRIES", 10)
+    monkeypatch.setattr("credprov.base.rootfs.MAX_LIST_ENTRIES", 10)
     assert len(node.listdir("/many")) == 10
     assert node.truncated == ["/many"]
     assert MAX_LIST_ENTRIES >= 10_000

@@ -24,12 +24,12 @@ import pytest
 
 from credprov._go.durations import MILLISECOND, MINUTE, SECOND
 from credprov.api import internal
+from credprov.base.rootfs import NodeRoot
 from credprov.cli.main import main
 from credprov.credentialprovider.plugin.exec import ExecPlugin
 from credprov.doctor import DoctorOptions, Report, run_doctor, sandbox
 from credprov.doctor.binaries import DEFAULT_PATH
 from credprov.doctor.plugin_runs import PluginDeadline, PluginRuns
-from credprov.doctor.rootfs import NodeRoot
 from credprov.doctor.sandbox import (
     CACHE_DIR_ENV,
     HostLauncher,

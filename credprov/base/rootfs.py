@@ -1,7 +1,10 @@
 """A node's filesystem seen from a root directory: every path resolved inside it, bounded reads.
 
 The doctor looks at a node through ``--root DIR`` (a node image, a mounted disk, a test
-fixture; ``/`` for the node it runs on). A node image is untrusted: its symlinks may point
+fixture; ``/`` for the node it runs on), and the installer image takes another
+architecture's busybox and system libraries from a ``--sysroot ARCH=DIR`` (whose absolute
+links, like Debian's ``/lib64/ld-linux-x86-64.so.2``, must resolve inside it, not on the
+machine making the image); both tools use this one module, which is why it is in ``base``. A node image is untrusted: its symlinks may point
 at ``/etc/shadow`` on the machine the doctor runs on, or loop. Every node path is therefore
 resolved as ``openat2(RESOLVE_IN_ROOT)`` resolves it, one component at a time from a
 directory descriptor of DIR: an absolute link target restarts from DIR, ``..`` stops at
