@@ -95,6 +95,10 @@ oneline() {
     printf '%s' "$_out$_rest"
 }
 
+say() { # a line on stdout; unlike echo, never interprets backslashes (dash's echo does)
+    printf '%s\n' "$*"
+}
+
 fail() {
     printf '%s: error: %s\n' "$prog" "$(oneline "$*")" >&2
     exit 1
@@ -296,7 +300,7 @@ break_lock() { # $1: the stale record read from the lock
     if ln -s -T "$my_record" "$breaker" 2>/dev/null; then
         if [ "$(readlink "$lock" 2>/dev/null)" = "$1" ]; then
             rm -f "$lock"
-            echo "$prog: removed the lock of an install that is gone ($(oneline "$1"))" >&2
+            say "$prog: removed the lock of an install that is gone ($(oneline "$1"))" >&2
         fi
         rm -f "$breaker"
         return 0
@@ -330,7 +334,7 @@ acquire_lock() {
                 continue
             fi
             if [ $_said = 0 ]; then
-                echo "$prog: waiting for another install to finish ($(oneline "$_rec"))" >&2
+                say "$prog: waiting for another install to finish ($(oneline "$_rec"))" >&2
                 _said=1
             fi
         elif [ -e "$lock" ]; then
@@ -442,7 +446,7 @@ collect_garbage() {
             [ -d "$_d" ] && [ ! -L "$_d" ] || continue
             case "$_used$nl" in *"$nl$_base$nl"*) continue ;; esac
             trash "$_d" || fail "cannot remove $_d"
-            case $_base in *.tmp.*) ;; *) echo "removed: $(oneline "$_d")" ;; esac
+            case $_base in *.tmp.*) ;; *) say "removed: $(oneline "$_d")" ;; esac
             ;;
         esac
     done
@@ -466,11 +470,11 @@ if [ $uninstall = 1 ]; then
         p="$bin_dir/$prefix$n"
         if ours "$p"; then
             rm -f "$p" || fail "cannot remove $p"
-            echo "uninstalled: $shown_bin/$prefix$n"
+            say "uninstalled: $shown_bin/$prefix$n"
         elif [ -e "$p" ] || [ -L "$p" ]; then
-            echo "left alone: $shown_bin/$prefix$n (not written by this installer)"
+            say "left alone: $shown_bin/$prefix$n (not written by this installer)"
         else
-            echo "not installed: $shown_bin/$prefix$n"
+            say "not installed: $shown_bin/$prefix$n"
         fi
     done
     collect_garbage
@@ -520,7 +524,7 @@ if [ -z "$target_dir" ]; then
         fail "cannot place the runtime: $bin_dir/$target_dir exists"
     mv -T "$work/rt" "$bin_dir/$target_dir" || fail "cannot rename the runtime into place in $bin_dir"
     created=1
-    echo "unpacked: $shown_bin/$(oneline "$target_dir")"
+    say "unpacked: $shown_bin/$(oneline "$target_dir")"
 fi
 target=$target_dir/$runtime_name
 
@@ -544,7 +548,6 @@ if [ $verify = 1 ]; then
 fi
 
 relink() { # point name $1 (a path) at the target, by rename
-    rm -f "$work/link"
     ln -s -T "$target" "$work/link" || fail "cannot create a link in $work"
     mv -f -T "$work/link" "$1" || fail "cannot rename a link to $1"
 }
@@ -553,14 +556,14 @@ for n in $names; do
     p="$bin_dir/$prefix$n"
     old=$(readlink "$p" 2>/dev/null || :)
     if [ "$old" = "$target" ]; then
-        echo "unchanged: $shown_bin/$prefix$n"
+        say "unchanged: $shown_bin/$prefix$n"
         continue
     fi
     status=installed
     if [ -e "$p" ] || [ -L "$p" ]; then status=updated; fi
     if d=$(links_to "$p") && this_build "$d"; then status=repaired; fi
     relink "$p"
-    echo "$status: $shown_bin/$prefix$n"
+    say "$status: $shown_bin/$prefix$n"
 done
 
 # Names not asked for that use another (damaged or duplicate) dir of this build: same build,
@@ -569,7 +572,7 @@ for f in "$bin_dir"/* "$bin_dir"/.[!.]*; do
     d=$(links_to "$f") || continue
     [ "$d" != "$target_dir" ] && this_build "$d" || continue
     relink "$f"
-    echo "repaired: $(oneline "$f")"
+    say "repaired: $(oneline "$f")"
 done
 
 collect_garbage
