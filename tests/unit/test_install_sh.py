@@ -259,7 +259,9 @@ def kill_while(proc: subprocess.Popen[bytes], command: str) -> bool:
     while proc.poll() is None:
         with contextlib.suppress(OSError):
             for child in children.read_text().split():
-                if Path(f"/proc/{child}/comm").read_text().strip() == command:
+                stat = Path(f"/proc/{child}/stat").read_text()
+                name, _, rest = stat.partition("(")[2].rpartition(")")
+                if name == command and rest.split()[0] != "Z":  # running, not a zombie
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
                     return True
