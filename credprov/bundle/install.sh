@@ -226,7 +226,8 @@ breaker=$lock.break
 vdir=.$runtime_name-$build_id
 
 missing=""
-for c in mktemp sha256sum sleep head; do
+# stat, date and touch keep the lease of a lock honest (see the header): required too.
+for c in mktemp sha256sum sleep head readlink touch stat date; do
     command -v "$c" >/dev/null 2>&1 || missing="$missing $c"
 done
 if [ -n "$node_root" ] && [ $uninstall = 0 ] && [ $verify = 1 ]; then
@@ -524,7 +525,6 @@ if [ -z "$target_dir" ]; then
         fail "cannot place the runtime: $bin_dir/$target_dir exists"
     mv -T "$work/rt" "$bin_dir/$target_dir" || fail "cannot rename the runtime into place in $bin_dir"
     created=1
-    say "unpacked: $shown_bin/$(oneline "$target_dir")"
 fi
 target=$target_dir/$runtime_name
 
@@ -546,6 +546,7 @@ if [ $verify = 1 ]; then
         fail "the runtime cannot run on this node: $(first_line "$out" "no output") (ran $where: exit $rc); it needs $needs"
     fi
 fi
+[ $created = 0 ] || say "unpacked: $shown_bin/$(oneline "$target_dir")"
 
 relink() { # point name $1 (a path) at the target, by rename
     ln -s -T "$target" "$work/link" || fail "cannot create a link in $work"

@@ -613,7 +613,7 @@ def test_a_runtime_that_cannot_run_here_names_the_loaders_words_and_leaves_nothi
     proc = run(bundle, "--bin-dir", str(bin_dir))
     needs = (bundle.dir / "REQUIREMENTS").read_text().strip()
     runtime = f"{bin_dir}/{RUNTIME_DIR}{bundle.build_id}/credprov-plugins"
-    assert (proc.returncode, proc.stdout.splitlines()[1:]) == (1, [])
+    assert (proc.returncode, proc.stdout) == (1, "")
     assert proc.stderr == (f"install: error: the runtime cannot run on this node: {LOADER} (ran "
                            f"{runtime} --list, on this host: exit 127); it needs {needs}\n")  # fmt: skip
     assert [p.name for p in bin_dir.iterdir()] == ["other-plugin"]  # no runtime left behind
