@@ -367,16 +367,14 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 acquire_lock
-if command -v touch >/dev/null 2>&1; then
-    (
-        trap - EXIT
-        while kill -0 $$ 2>/dev/null; do
-            touch -h -c "$lock" 2>/dev/null || :
-            sleep $heartbeat || exit 0
-        done
-    ) </dev/null >/dev/null 2>&1 &
-    hb_pid=$!
-fi
+(
+    trap - EXIT
+    while kill -0 $$ 2>/dev/null; do # the lease: refreshed while this install runs
+        touch -h -c "$lock" 2>/dev/null || :
+        sleep $heartbeat || exit 0
+    done
+) </dev/null >/dev/null 2>&1 &
+hb_pid=$!
 
 if ! work=$(mktemp -d "$bin_dir/.$runtime_name-tmp.XXXXXX" 2>&1); then
     _err=$work
