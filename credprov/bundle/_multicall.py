@@ -5,6 +5,11 @@ the basename of ``argv[0]`` picks the plugin's ``main``. The bundle's tools (the
 dispatch the same way, from a symlink in the bundle directory or the installer image, but
 are not plugins: ``--list`` and ``install`` know only :data:`PLUGINS`. Standard library
 only, and nothing is imported before the command's own entry module: this is the warm path.
+
+``install --prefix credprov-`` installs each plugin as ``credprov-<name>`` (for nodes whose
+own plugins hold the plain names, as EKS's ``ecr-credential-provider``): a basename that is
+not a command but is :data:`NAME_PREFIX` + a command runs that command. Only that one prefix
+is understood, so ``install`` refuses any other.
 """
 
 import os
@@ -31,6 +36,9 @@ TOOLS = {
 
 RUNTIME_NAME = "credprov-plugins"
 
+#: The one prefix ``install --prefix`` may put before plugin names (stripped here).
+NAME_PREFIX = "credprov-"
+
 
 def main(plugins: dict[str, str] | None = None, tools: dict[str, str] | None = None) -> int:
     """Run the plugin or tool named by ``argv[0]`` (or ``argv[1]``); ``plugins`` is the
@@ -38,6 +46,10 @@ def main(plugins: dict[str, str] | None = None, tools: dict[str, str] | None = N
     plugins = PLUGINS if plugins is None else plugins
     commands = {**plugins, **(TOOLS if tools is None else tools)}
     name = os.path.basename(sys.argv[0])
+    if name not in commands and name.startswith(NAME_PREFIX):
+        unprefixed = name[len(NAME_PREFIX) :]
+        if unprefixed in commands:  # installed with ``--prefix credprov-``
+            name = unprefixed
     if name not in commands and len(sys.argv) > 1 and sys.argv[1] in commands:
         # ``credprov-plugins NAME ARGS...``: run a plugin without installing it.
         name = sys.argv[1]

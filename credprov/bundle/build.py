@@ -24,6 +24,9 @@ Layout of the tarball (``credprov-plugins-<version>-linux-<arch>.tar.gz``)::
     credprov-plugins/PLUGINS            the plugin names, one per line
     credprov-plugins/BUILD_ID           <version>-<digest of runtime/>: the versioned dir name
     credprov-plugins/REQUIREMENTS       what a node needs (glibc, libraries), measured
+    credprov-plugins/MANIFEST           ``sha256  path`` of every regular file of runtime/, so
+                                        ``install`` can tell a whole installed runtime from a
+                                        damaged one (``sha256sum -c``, no Python on the node)
     credprov-plugins/runtime/           the PyInstaller onedir (credprov-plugins + _internal/)
 """
 
@@ -266,6 +269,28 @@ def required_glibc(root: Path) -> str:
     return ".".join(str(p) for p in newest)
 
 
+def manifest_text(root: Path) -> str:
+    """``sha256sum``'s format (``<hex>  <relative path>``) for every regular file under
+    ``root``, sorted by path: what ``sha256sum -c`` run in an installed copy checks.
+
+    Symlinks and directories are not listed (a PyInstaller onedir on Linux has no symlinks);
+    a name with a newline or a backslash could not be written in this format and is refused.
+    """
+    lines = []
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        rel = path.relative_to(root).as_posix()
+        if "\n" in rel or "\\" in rel:
+            raise BundleError(f"runtime file name {rel!r} cannot be listed in MANIFEST")
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+        lines.append(f"{digest.hexdigest()}  {rel}\n")
+    return "".join(lines)
+
+
 def _script(name: str) -> str:
     return resources.files("credprov.bundle").joinpath(name).read_text(encoding="utf-8")
 
@@ -290,6 +315,7 @@ def assemble(runtime: Path, plugins: Sequence[str], out_dir: Path) -> tuple[Path
         (bundle / tool).symlink_to(f"runtime/{RUNTIME_NAME}")
     (bundle / "PLUGINS").write_text("".join(f"{n}\n" for n in plugins))
     (bundle / "BUILD_ID").write_text(build_id + "\n")
+    (bundle / "MANIFEST").write_text(manifest_text(bundle / "runtime"))
     (bundle / "REQUIREMENTS").write_text(
         f"linux/{go_arch()}; glibc >= {glibc}; libz.so.1 (zlib) on the node's library path; "
         "a bin dir on a filesystem mounted without noexec\n"
