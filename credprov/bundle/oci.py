@@ -67,9 +67,9 @@ IMAGE_NAME = "localhost/credprov-plugins-installer"
 
 #: busybox applets the install and entrypoint scripts call, linked in ``/bin``.
 APPLETS = (
-    "sh", "basename", "cat", "chroot", "cmp", "cp", "chmod", "cut", "dirname", "echo", "grep",
-    "head", "ln", "ls", "mkdir", "mktemp", "mv", "printf", "pwd", "readlink", "rm", "sed",
-    "sha256sum", "sort", "stat", "tail", "test", "[", "tr", "wc",
+    "sh", "basename", "cat", "chroot", "cmp", "cp", "chmod", "cut", "date", "dirname", "echo",
+    "grep", "head", "ln", "ls", "mkdir", "mktemp", "mv", "printf", "pwd", "readlink", "rm",
+    "sed", "sha256sum", "sleep", "sort", "stat", "tail", "test", "[", "touch", "tr", "wc",
 )  # fmt: skip
 
 #: root, and the unprivileged user the doctor may run a node's plugins as (glibc reads these
