@@ -25,6 +25,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("plugins", nargs="*", metavar="PLUGIN", help="plugins to bundle (all)")
     p.add_argument("--out", metavar="DIR", help="directory for the tarball")
+    p.add_argument(
+        "--arch",
+        metavar="ARCH",
+        help="build for ARCH (amd64, arm64; default: this machine's); another architecture "
+        "is built as root under qemu-user-static in a cached Debian root (credprov.bundle.cross)",
+    )
     p.add_argument("--oci-archive", metavar="FILE", help="also write the installer image")
     p.add_argument(
         "--from-tarball", metavar="FILE", help="make the image from this bundle (no build)"
@@ -47,7 +53,7 @@ def _mb(size: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from credprov.bundle.build import BundleError, build_bundle
+    from credprov.bundle.build import BundleError, build_bundle, go_arch
 
     if args.from_tarball and (args.out or args.plugins):
         raise CLIError("--from-tarball makes only the image: drop --out and PLUGIN")
@@ -60,8 +66,15 @@ def run(args: argparse.Namespace) -> int:
             tarball = Path(args.from_tarball)
             if not tarball.is_file():
                 raise CLIError(f"bundle {tarball} does not exist")
+        elif args.arch and args.arch != go_arch():
+            from credprov.bundle.cross import build_for_arch, check_arch
+
+            if check_arch(args.arch) and (args.oci_archive or args.keep_dir):
+                raise CLIError("--arch of another architecture writes only the tarball")
+            result = build_for_arch(args.out, args.arch, args.plugins)
         else:
             result = build_bundle(args.out, args.plugins, keep_dir=args.keep_dir)
+        if not args.from_tarball:
             tarball = result.tarball
             print(
                 f"bundle: {tarball} ({_mb(result.size)} gzipped, {_mb(result.unpacked_size)} "
