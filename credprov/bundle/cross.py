@@ -6,9 +6,10 @@ in an ``arm64`` Debian root that this machine runs through qemu-user-static and
 ``binfmt_misc`` (registered with the ``F`` flag, so ``chroot`` needs no qemu inside the root):
 
 1. *base*: ``debootstrap --arch=ARCH --variant=minbase`` of bookworm with python3,
-   python3-venv, binutils (PyInstaller's ``objdump``/``strip``), zlib1g and busybox-static
-   (the static busybox an ``ARCH`` installer image needs; see :func:`build_root`). Cached,
-   keyed by the package list; ~2.5 minutes the first time.
+   python3-venv, libpython3.11 (the shared libpython PyInstaller bundles), binutils (its
+   ``objdump``/``strip``), zlib1g and busybox-static (the static busybox an ``ARCH``
+   installer image needs; see :func:`build_root`). Cached, keyed by the package list;
+   ~3 minutes the first time.
 2. *build root*: a hard-linked copy of the base plus ``/venv`` holding exactly the versions
    of the distributions this machine's credprov runs with (read from
    :mod:`importlib.metadata`, so both architectures freeze the same code), installed from
@@ -65,7 +66,14 @@ ARCHES = {
     "arm64": ("aarch64", "aarch64"),
 }
 #: The base root's packages: see the module docstring.
-BASE_PACKAGES = ("python3", "python3-venv", "binutils", "zlib1g", "busybox-static")
+BASE_PACKAGES = (
+    "python3",
+    "python3-venv",
+    "libpython3.11",
+    "binutils",
+    "zlib1g",
+    "busybox-static",
+)
 #: Distributions whose closure the bundle freezes: credprov with the extras its plugins and
 #: the doctor import, and the freezer itself.
 ROOTS = (("credprov", ("ecr", "gcp", "acr", "nodeauth")), ("pyinstaller", ()))
@@ -74,6 +82,10 @@ VENV_OWN = frozenset({"pip", "setuptools", "wheel"})
 #: bookworm's glibc: the newest manylinux tag its Python can load; older ones down to 2.17.
 GLIBC_MINOR = 36
 FALLBACK_MIRROR = "http://deb.debian.org/debian"
+#: Cache entries kept per architecture: build roots (another pin list is a new root; one
+#: more than the newest, for a build still running in it) and built tarballs.
+KEEP_ROOTS = 2
+KEEP_TARBALLS = 4
 _PROBE_LIMIT = 4096
 _VENV = "/venv"
 
@@ -283,6 +295,16 @@ def _entry(final: Path) -> Iterator[Path]:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _prune(directory: Path, prefix: str, keep: int) -> None:
+    """Remove all but the ``keep`` newest complete entries named ``prefix*`` (an older
+    key's build root or tarball: the cache would otherwise grow with every change)."""
+    entries = [p for p in directory.glob(f"{prefix}*") if ".tmp." not in p.name and p.is_dir()]
+    entries.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in entries[keep:]:
+        log.info("cache: removing %s", old)
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def base_root(arch: str) -> Path:
     """The cached ``debootstrap`` root of :data:`BASE_PACKAGES` for ``arch``."""
     check_host(arch)
@@ -316,6 +338,7 @@ def build_root(arch: str) -> Path:
     base = base_root(arch)
     final = cache_dir() / f"build-root-{SUITE}-{arch}-{_key(base.name, *pins)}"
     if (final / _VENV.lstrip("/") / "bin" / "pyinstaller").exists():
+        os.utime(final)  # recently used: the last to be pruned
         return final
     with _entry(final) as root:
         root.rmdir()
@@ -340,6 +363,7 @@ def build_root(arch: str) -> Path:
         )  # fmt: skip
         shutil.rmtree(wheels)
         (root / "PINS").write_text("".join(f"{p}\n" for p in pins))
+    _prune(final.parent, f"build-root-{SUITE}-{arch}-", KEEP_ROOTS)
     return final
 
 
@@ -370,6 +394,7 @@ def sources_digest(packages: Sequence[str]) -> str:
 
 def _cached(entry: Path, out: Path, plugins: tuple[str, ...], started: float) -> BundleResult:
     meta = json.loads(_read_small(entry / "result.json", 1 << 16))
+    os.utime(entry)  # recently used: the last to be pruned
     tarball = out / meta["tarball"]
     shutil.copyfile(entry / meta["tarball"], tarball)
     return BundleResult(
@@ -436,4 +461,5 @@ def build_for_arch(
             (tmp / "result.json").write_text(json.dumps(meta))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    _prune(entry.parent, f"{arch}-", KEEP_TARBALLS)
     return _cached(entry, out, plugins, started)

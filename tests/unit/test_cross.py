@@ -209,3 +209,15 @@ def test_this_machines_arch_is_the_native_build(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(cross, "check_host", lambda arch: pytest.fail("no emulation needed"))
     cross.build_for_arch("dist", go_arch(), ["static-credential-provider"])
     assert called == [(Path("dist"), ("static-credential-provider",))]
+
+
+def test_prune_keeps_the_newest_complete_entries(tmp_path: Path) -> None:
+    import os
+
+    for age, name in enumerate(["arm64-a", "arm64-b", "arm64-c", "arm64-d.tmp.x", "amd64-e"]):
+        (tmp_path / name).mkdir()
+        os.utime(tmp_path / name, (1000 - age, 1000 - age))
+    cross._prune(tmp_path, "arm64-", keep=2)
+    # The oldest complete arm64 entry goes; one being written and other arches stay.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "amd64-e", "arm64-a", "arm64-b", "arm64-d.tmp.x"]  # fmt: skip
