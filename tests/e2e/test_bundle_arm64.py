@@ -22,25 +22,37 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e import test_bundle as amd64
 from tests.e2e.noderoot import chroot, find_python, inside, node_root
-from tests.e2e.test_bundle import (  # noqa: F401  (the same tests, this module's root)
-    STATIC_FILE,
-    STATIC_YAML,
-    installed,
-    test_acr_plugin_in_the_root_fails_as_the_venv_plugin,
-    test_docker_helper_plugins_in_the_root,
-    test_ecr_plugin_in_the_root_against_moto,
-    test_engine_drives_the_installed_plugins,
-    test_force_uninstall_and_foreign_files,
-    test_gcp_plugin_in_the_root_against_a_metadata_server,
-    test_install_in_the_root_then_again_changes_nothing,
-    test_plugin_test_results_match_the_venv_plugin,
-    test_static_plugin_answers_as_the_venv_one_and_caches,
-)
+from tests.e2e.test_bundle import STATIC_FILE, STATIC_YAML
 
 pytestmark = pytest.mark.e2e
 
 EM_AARCH64 = 183
+
+# test_bundle's tests, run again with this module's ``root``, in their order there: they
+# share one installed root (the first installs, the last uninstalls; the static plugin's
+# first answer must not come from the cache an earlier test filled).
+installed = amd64.installed
+test_install_in_the_root_then_again_changes_nothing = (
+    amd64.test_install_in_the_root_then_again_changes_nothing
+)
+test_static_plugin_answers_as_the_venv_one_and_caches = (
+    amd64.test_static_plugin_answers_as_the_venv_one_and_caches
+)
+test_engine_drives_the_installed_plugins = amd64.test_engine_drives_the_installed_plugins
+test_plugin_test_results_match_the_venv_plugin = (
+    amd64.test_plugin_test_results_match_the_venv_plugin
+)
+test_ecr_plugin_in_the_root_against_moto = amd64.test_ecr_plugin_in_the_root_against_moto
+test_gcp_plugin_in_the_root_against_a_metadata_server = (
+    amd64.test_gcp_plugin_in_the_root_against_a_metadata_server
+)
+test_acr_plugin_in_the_root_fails_as_the_venv_plugin = (
+    amd64.test_acr_plugin_in_the_root_fails_as_the_venv_plugin
+)
+test_docker_helper_plugins_in_the_root = amd64.test_docker_helper_plugins_in_the_root
+test_force_uninstall_and_foreign_files = amd64.test_force_uninstall_and_foreign_files
 
 
 @pytest.fixture(scope="module")
