@@ -103,3 +103,23 @@ def test_the_runtime_lists_its_plugins_on_the_arm64_node(root: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     names = inside(root, "/opt/credprov-plugins/PLUGINS").read_text().split()
     assert proc.stdout.decode().split() == names
+
+
+def test_the_build_root_has_what_an_arm64_installer_image_takes(
+    arm64_bundle_tarball: Path,
+) -> None:
+    """``cross.build_root`` is the arm64 sysroot of the installer image: a static arm64
+    busybox and arm64 glibc (cached: the tarball fixture made or reused it)."""
+    from credprov.bundle._elf import dynamic_info
+    from credprov.bundle.build import go_arch
+    from credprov.bundle.cross import build_root
+
+    if go_arch() == "arm64":
+        pytest.skip("an arm64 machine takes its own busybox")
+    sysroot = build_root("arm64")
+    busybox = sysroot / "bin" / "busybox"
+    assert elf_machine(busybox) == EM_AARCH64
+    info = dynamic_info(busybox.read_bytes())
+    assert info is not None and info.interpreter is None and info.needed == ()
+    for library in ("lib/ld-linux-aarch64.so.1", "lib/aarch64-linux-gnu/libc.so.6"):
+        assert elf_machine(sysroot / library) == EM_AARCH64
