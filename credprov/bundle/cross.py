@@ -60,11 +60,8 @@ from credprov.bundle.build import (
 log = logging.getLogger(__name__)
 
 SUITE = "bookworm"
-#: Go's name → (the kernel's machine name, qemu's name, Python wheels' platform suffix).
-ARCHES = {
-    "amd64": ("x86_64", "x86_64"),
-    "arm64": ("aarch64", "aarch64"),
-}
+#: Go's name → the kernel's (and qemu's, and manylinux wheels') name of the machine.
+ARCHES = {"amd64": "x86_64", "arm64": "aarch64"}
 #: The base root's packages: see the module docstring.
 BASE_PACKAGES = (
     "python3",
@@ -135,7 +132,7 @@ def _read_small(path: Path, limit: int = _PROBE_LIMIT) -> str:
 def check_host(arch: str, *, binfmt_dir: Path = Path("/proc/sys/fs/binfmt_misc")) -> None:
     """Refuse (one line) unless this machine can build for ``arch`` under emulation: root,
     debootstrap, and ``qemu-<machine>`` registered in ``binfmt_misc`` with the ``F`` flag."""
-    machine = ARCHES[check_arch(arch)][1]
+    machine = ARCHES[check_arch(arch)]
     if os.geteuid() != 0:
         raise BundleError(
             f"building for {arch} on this {go_arch()} machine needs root (debootstrap, chroot)"
@@ -204,7 +201,7 @@ def pinned_distributions(arch: str) -> tuple[str, ...]:
             "(pip install 'credprov[dev]')"
         ) from None
     env = {k: str(v) for k, v in default_environment().items()}
-    env.update(sys_platform="linux", platform_system="Linux", platform_machine=ARCHES[arch][0])
+    env.update(sys_platform="linux", platform_system="Linux", platform_machine=ARCHES[arch])
     found: dict[str, tuple[str, set[str]]] = {}
     todo = [(name, set(extras)) for name, extras in ROOTS]
     while todo:
@@ -236,7 +233,7 @@ def _key(*parts: str) -> str:
 def platforms(arch: str) -> tuple[str, ...]:
     """pip's ``--platform`` values for ``arch``'s wheels a bookworm Python loads, newest
     first (pip does not widen a ``manylinux_2_x`` tag to older ones itself)."""
-    machine = ARCHES[arch][0]
+    machine = ARCHES[arch]
     tags = [f"manylinux_2_{minor}_{machine}" for minor in range(GLIBC_MINOR, 16, -1)]
     return (*tags, f"manylinux2014_{machine}")
 
@@ -378,11 +375,14 @@ def _ignore(_dir: str, names: list[str]) -> set[str]:
     return {n for n in names if n == "__pycache__" or n.endswith((".pyc", ".pyo"))}
 
 
-def sources_digest(packages: Sequence[str]) -> str:
-    """sha256 over the source files (paths and contents) of ``packages`` as installed here."""
+def _package_dirs(packages: Sequence[str]) -> list[Path]:
+    return [Path(_package_root(package)) / package for package in packages]
+
+
+def sources_digest(package_dirs: Sequence[Path]) -> str:
+    """sha256 over the source files (paths and contents) of the packages ``package_dirs``."""
     digest = hashlib.sha256()
-    for package in packages:
-        top = Path(_package_root(package)) / package
+    for top in package_dirs:
         for path in sorted(top.rglob("*")):
             if "__pycache__" in path.parts or path.suffix in (".pyc", ".pyo"):
                 continue
@@ -430,10 +430,14 @@ def build_for_arch(
     if not out.is_dir():
         raise BundleError(f"output directory {out} does not exist")
     check_host(arch)
-    packages = _packages(plugins)
+    sources = _package_dirs(_packages(plugins))
     pins = pinned_distributions(arch)
-    key = _key(SUITE, *BASE_PACKAGES, *pins, *plugins, sources_digest(packages))
-    entry = cache_dir() / "bundles" / f"{arch}-{key}"
+
+    def entry_of(package_dirs: Sequence[Path]) -> Path:
+        key = _key(SUITE, *BASE_PACKAGES, *pins, *plugins, sources_digest(package_dirs))
+        return cache_dir() / "bundles" / f"{arch}-{key}"
+
+    entry = entry_of(sources)
     if (entry / "result.json").is_file():
         log.info("bundle for %s: unchanged sources, from %s", arch, entry)
         return _cached(entry, out, plugins, started)
@@ -441,10 +445,10 @@ def build_for_arch(
     work = Path(tempfile.mkdtemp(prefix="credprov-cross-", dir=root / "tmp"))
     try:
         inner = "/" + work.relative_to(root).as_posix()
-        for package in packages:
-            shutil.copytree(
-                Path(_package_root(package)) / package, work / "src" / package, ignore=_ignore
-            )
+        copies = [work / "src" / top.name for top in sources]
+        for top, copy in zip(sources, copies, strict=True):
+            shutil.copytree(top, copy, ignore=_ignore)
+        entry = entry_of(copies)  # what is frozen, even if the tree changed meanwhile
         (work / "entry.py").write_text(_ENTRY)
         (work / "out").mkdir()
         stdout = _in_root(

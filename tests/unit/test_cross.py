@@ -5,6 +5,7 @@ runs a real arm64 bundle)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from credprov.bundle.build import BundleError, go_arch
 from credprov.cli.main import main
 
 FOREIGN = "arm64" if go_arch() == "amd64" else "amd64"
-MACHINE = cross.ARCHES[FOREIGN][1]
+MACHINE = cross.ARCHES[FOREIGN]
 HINT = (
     "(apt install qemu-user-static binfmt-support; mount -t binfmt_misc binfmt_misc "
     f"/proc/sys/fs/binfmt_misc; update-binfmts --enable qemu-{MACHINE})"
@@ -155,18 +156,19 @@ def test_platforms_reach_back_to_manylinux2014_newest_first() -> None:
     assert "manylinux_2_17_aarch64" in plats and "manylinux_2_16_aarch64" not in plats
 
 
-def test_sources_digest_follows_content_not_bytecode(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_sources_digest_follows_content_not_bytecode(tmp_path: Path) -> None:
     package = tmp_path / "pkg"
     (package / "__pycache__").mkdir(parents=True)
     (package / "mod.py").write_text("A = 1\n")
-    monkeypatch.setattr(cross, "_package_root", lambda name: str(tmp_path))
-    first = cross.sources_digest(["pkg"])
+    first = cross.sources_digest([package])
     (package / "__pycache__" / "mod.cpython-311.pyc").write_bytes(b"\0")
-    assert cross.sources_digest(["pkg"]) == first
+    assert cross.sources_digest([package]) == first
+    # A copy elsewhere (the build root's) has the same digest.
+    copy = tmp_path / "elsewhere" / "pkg"
+    shutil.copytree(package, copy)
+    assert cross.sources_digest([copy]) == first
     (package / "mod.py").write_text("A = 2\n")
-    assert cross.sources_digest(["pkg"]) != first
+    assert cross.sources_digest([package]) != first
 
 
 def test_an_unchanged_tree_is_not_built_again(
@@ -183,8 +185,8 @@ def test_an_unchanged_tree_is_not_built_again(
     monkeypatch.setattr(cross, "build_root", no_build)
     plugins = ("static-credential-provider",)
     pins = cross.pinned_distributions(FOREIGN)
-    key = cross._key(cross.SUITE, *cross.BASE_PACKAGES, *pins, *plugins,
-                     cross.sources_digest(cross._packages(plugins)))  # fmt: skip
+    digest = cross.sources_digest(cross._package_dirs(cross._packages(plugins)))
+    key = cross._key(cross.SUITE, *cross.BASE_PACKAGES, *pins, *plugins, digest)
     entry = tmp_path / "cache" / "credprov" / "bundles" / f"{FOREIGN}-{key}"
     entry.mkdir(parents=True)
     name = f"credprov-plugins-0.1.0-linux-{FOREIGN}.tar.gz"
