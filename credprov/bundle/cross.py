@@ -241,8 +241,11 @@ def platforms(arch: str) -> tuple[str, ...]:
 # -- running things in a root --------------------------------------------------------------
 
 
-def _run(cmd: Sequence[str], what: str, *, timeout: float = 3600, env: dict[str, str] | None
-         = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def _run(
+    cmd: Sequence[str], what: str, *, timeout: float = 3600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``cmd`` on the host; a failure is one line naming ``what``, with the last lines
+    of its output (build tools' output: no secrets pass through here)."""
     log.info("%s: %s", what, " ".join(cmd[:6]) + (" ..." if len(cmd) > 6 else ""))
     try:
         proc = subprocess.run(
