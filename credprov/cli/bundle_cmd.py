@@ -29,6 +29,14 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("plugins", nargs="*", metavar="PLUGIN", help="plugins to bundle (all)")
     p.add_argument("--out", metavar="DIR", help="directory for the tarball (created)")
+    p.add_argument(
+        "--arch",
+        metavar="ARCH[,ARCH]",
+        help="build for ARCH (amd64, arm64; default: this machine's); another architecture "
+        "is built as root under qemu-user-static in a cached Debian root, whose busybox and "
+        "glibc then go into that architecture's image; several give one multi-architecture "
+        "image with --oci-archive",
+    )
     p.add_argument("--oci-archive", metavar="FILE", help="write the installer image")
     p.add_argument(
         "--from-tarball",
@@ -92,27 +100,57 @@ def _check_usage(args: argparse.Namespace) -> None:
         raise CLIError("--keep-dir needs --out DIR")
     if args.sysroot and not args.oci_archive:
         raise CLIError("--sysroot is for the image: add --oci-archive FILE")
+    if args.arch and args.from_tarball:
+        raise CLIError("--arch builds bundles; --from-tarball uses built ones: give one")
+
+
+def _arches(spec: str | None) -> list[str]:
+    """``--arch`` as a list without repeats (this machine's when not given)."""
+    from credprov.bundle.build import go_arch
+    from credprov.bundle.cross import check_arch
+
+    if not spec:
+        return [go_arch()]
+    arches: list[str] = []
+    for arch in spec.split(","):
+        arch = check_arch(arch.strip())
+        if arch not in arches:
+            arches.append(arch)
+    return arches
 
 
 def run(args: argparse.Namespace) -> int:
-    from credprov.bundle.build import BundleError, build_bundle
+    from credprov.bundle.build import BundleError, build_bundle, go_arch
 
     _check_usage(args)
     sysroots = _sysroots(args.sysroot)
     try:
+        arches = _arches(args.arch)
+        if args.keep_dir and arches != [go_arch()]:
+            raise CLIError("--keep-dir is for this machine's architecture only")
         with contextlib.ExitStack() as stack:
             if args.from_tarball:
                 tarballs = list(args.from_tarball)
             else:
                 # Without --out the tarball is only a step towards the image.
                 out = args.out or stack.enter_context(_scratch_dir())
-                result = build_bundle(out, args.plugins, keep_dir=args.keep_dir)
-                tarballs = [result.tarball]
-                print(
-                    f"bundle: {result.tarball if args.out else 'built'} ({_mb(result.size)} "
-                    f"gzipped, {_mb(result.unpacked_size)} unpacked; {len(result.plugins)} "
-                    f"plugins; needs glibc >= {result.glibc}; built in {result.seconds:.1f} s)"
-                )
+                tarballs = []
+                for arch in arches:
+                    if arch == go_arch():
+                        result = build_bundle(out, args.plugins, keep_dir=args.keep_dir)
+                    else:
+                        from credprov.bundle.cross import build_for_arch, build_root
+
+                        result = build_for_arch(out, arch, args.plugins)
+                        if args.oci_archive:  # that architecture's busybox and glibc
+                            sysroots.setdefault(arch, str(build_root(arch)))
+                    tarballs.append(result.tarball)
+                    print(
+                        f"bundle: {result.tarball if args.out else 'built'} "
+                        f"({_mb(result.size)} gzipped, {_mb(result.unpacked_size)} unpacked; "
+                        f"{len(result.plugins)} plugins; needs glibc >= {result.glibc}; "
+                        f"built in {result.seconds:.1f} s)"
+                    )
             if args.oci_archive:
                 from credprov.bundle.oci import write_oci_archive
 

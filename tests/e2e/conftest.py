@@ -8,7 +8,8 @@
 * ``containerd`` and ``cri_runtime``: containerd with its CRI plugin in a private temporary
   directory, and a :class:`credprov.cri.client.CRIRuntime` connected to it;
 * ``bundle_tarball``, ``installer_image`` and ``installer_ref``: the plugin bundle and its
-  installer image, built once per session, the image imported into a module's containerd.
+  installer image, built once per session, the image imported into a module's containerd;
+  ``arm64_bundle_tarball``: the arm64 bundle, built under qemu (or from its cache).
 
 Every fixture stops what it started, also when a test fails.
 """
@@ -140,6 +141,30 @@ def bundle_tarball(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bundle")
     assert main(["bundle", "--out", str(out)]) == 0  # README: credprov bundle --out dist
     return out / tarball_name()
+
+
+@pytest.fixture(scope="session")
+def arm64_bundle_tarball(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``credprov bundle --arch arm64`` of every plugin, once per session: built under
+    qemu in the cached arm64 build root, or copied from the tarball cache when the sources
+    and pinned distributions are unchanged (``credprov.bundle.cross``). Skips (fails under
+    ``CREDPROV_REQUIRE_E2E=1``) on a host that cannot run arm64 programs."""
+    from credprov.bundle.build import BundleError, go_arch
+    from credprov.bundle.cross import check_host
+
+    if go_arch() != "arm64":
+        try:
+            check_host("arm64")
+        except BundleError as exc:
+            if os.environ.get("CREDPROV_REQUIRE_E2E") == "1":
+                pytest.fail(str(exc))
+            pytest.skip(str(exc))
+    from credprov.bundle.build import tarball_name
+    from credprov.cli.main import main
+
+    out = tmp_path_factory.mktemp("bundle-arm64")
+    assert main(["bundle", "--arch", "arm64", "--out", str(out)]) == 0
+    return out / tarball_name("arm64")
 
 
 @pytest.fixture(scope="session")

@@ -174,10 +174,12 @@ def manifest_of(good: Path, mutate: bool) -> bytes:
 
 
 def with_manifest(mutate: bool) -> Callable[[Path, Path], bytes]:
-    def make(good: Path, tmp: Path) -> bytes:
-        return with_extra((member("credprov-plugins/MANIFEST"), manifest_of(good, mutate)))(
-            good, tmp
-        )
+    """The bundle with its ``MANIFEST`` rewritten (digests of altered content if ``mutate``)."""
+
+    def make(good: Path, _tmp: Path) -> bytes:
+        kept = [(m, d) for m, d in entries_of(good) if m.name != "credprov-plugins/MANIFEST"]
+        manifest = (member("credprov-plugins/MANIFEST"), manifest_of(good, mutate))
+        return gz(tar_of([*kept, manifest]))
 
     return make
 
