@@ -14,7 +14,8 @@ from credprov.bundle import cross
 from credprov.bundle.build import BundleError, go_arch
 from credprov.cli.main import main
 
-FOREIGN = "arm64" if go_arch() == "amd64" else "amd64"
+HOST = go_arch()
+FOREIGN = "arm64" if HOST == "amd64" else "amd64"
 MACHINE = cross.ARCHES[FOREIGN]
 HINT = (
     "(apt install qemu-user-static binfmt-support; mount -t binfmt_misc binfmt_misc "
@@ -227,3 +228,43 @@ def test_prune_keeps_the_newest_complete_entries(tmp_path: Path) -> None:
     # The oldest complete arm64 entry goes; one being written and other arches stay.
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "amd64-e", "arm64-a", "arm64-b", "arm64-d.tmp.x"]  # fmt: skip
+
+
+def test_several_arches_make_one_image_with_the_build_roots_as_sysroots(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--arch HOST,FOREIGN --oci-archive``: the native build, the emulated one, and one
+    image whose foreign layer takes busybox and glibc from that architecture's build root."""
+    import credprov.bundle.build as build
+    import credprov.bundle.oci as oci
+    from credprov.bundle.build import BundleResult
+
+    def result(arch: str) -> BundleResult:
+        tarball = tmp_path / f"credprov-plugins-0.1.0-linux-{arch}.tar.gz"
+        return BundleResult(tarball, "id", ("static-credential-provider",), 1, 2, "2.36", 0.1)
+
+    written: dict[str, object] = {}
+
+    def fake_write(tarballs: list[Path], archive: str, **kw: object) -> object:
+        written.update(tarballs=tarballs, archive=archive, **kw)
+
+        class Image:
+            archive = "x.tar"
+            reference = "ref"
+            platforms = ("linux/amd64", "linux/arm64")
+            size = 3
+
+        return Image()
+
+    monkeypatch.setattr(build, "build_bundle", lambda out, plugins, keep_dir: result(HOST))
+    monkeypatch.setattr(cross, "build_for_arch", lambda out, arch, plugins: result(arch))
+    monkeypatch.setattr(cross, "build_root", lambda arch: tmp_path / f"root-{arch}")
+    monkeypatch.setattr(oci, "write_oci_archive", fake_write)
+    argv = ["bundle", "--arch", f"{HOST},{FOREIGN},{HOST}", "--oci-archive", "x.tar"]
+    assert main(argv) == 0
+    assert [p.name for p in written["tarballs"]] == [  # type: ignore[attr-defined]
+        f"credprov-plugins-0.1.0-linux-{HOST}.tar.gz",
+        f"credprov-plugins-0.1.0-linux-{FOREIGN}.tar.gz",
+    ]
+    assert written["sysroots"] == {FOREIGN: str(tmp_path / f"root-{FOREIGN}")}
+    assert "image: x.tar (ref, linux/amd64, linux/arm64" in capsys.readouterr().out
