@@ -113,6 +113,7 @@ class BundleResult:
     unpacked_size: int
     glibc: str  # the newest GLIBC_x.y symbol version any bundled binary needs
     seconds: float
+    cached: bool = False  # copied from a build of the same inputs, not built now
 
 
 def go_arch(machine: str | None = None) -> str:

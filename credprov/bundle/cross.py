@@ -32,6 +32,7 @@ ordinary native build (:func:`credprov.bundle.build.build_bundle`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import importlib.metadata
 import json
@@ -396,20 +397,34 @@ def sources_digest(package_dirs: Sequence[Path]) -> str:
     return digest.hexdigest()
 
 
-def _cached(entry: Path, out: Path, plugins: tuple[str, ...], started: float) -> BundleResult:
-    meta = json.loads(_read_small(entry / "result.json", 1 << 16))
+def _cached(
+    entry: Path, out: Path, plugins: tuple[str, ...], started: float
+) -> BundleResult | None:
+    """The cache entry's tarball copied to ``out``; None (and the entry removed) when the
+    entry is damaged, so the caller builds again."""
+    try:
+        meta = json.loads(_read_small(entry / "result.json", 1 << 16))
+        name = meta["tarball"]
+        if not isinstance(name, str) or "/" in name or not name.endswith(".tar.gz"):
+            raise ValueError(f"bad tarball name {name!r}")
+        tarball = out / name
+        shutil.copyfile(entry / name, tarball)
+        result = BundleResult(
+            tarball=tarball,
+            build_id=str(meta["build_id"]),
+            plugins=plugins,
+            size=tarball.stat().st_size,
+            unpacked_size=int(meta["unpacked_size"]),
+            glibc=str(meta["glibc"]),
+            seconds=time.monotonic() - started,
+            cached=True,
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("bundle cache entry %s is damaged (%s); building again", entry.name, exc)
+        shutil.rmtree(entry, ignore_errors=True)
+        return None
     os.utime(entry)  # recently used: the last to be pruned
-    tarball = out / meta["tarball"]
-    shutil.copyfile(entry / meta["tarball"], tarball)
-    return BundleResult(
-        tarball=tarball,
-        build_id=meta["build_id"],
-        plugins=plugins,
-        size=tarball.stat().st_size,
-        unpacked_size=int(meta["unpacked_size"]),
-        glibc=meta["glibc"],
-        seconds=time.monotonic() - started,
-    )
+    return result
 
 
 def build_for_arch(
@@ -443,7 +458,9 @@ def build_for_arch(
     entry = entry_of(sources)
     if (entry / "result.json").is_file():
         log.info("bundle for %s: unchanged sources, from %s", arch, entry)
-        return _cached(entry, out, plugins, started)
+        cached = _cached(entry, out, plugins, started)
+        if cached is not None:
+            return cached
     root = build_root(arch)
     work = Path(tempfile.mkdtemp(prefix="credprov-cross-", dir=root / "tmp"))
     try:
@@ -469,4 +486,7 @@ def build_for_arch(
     finally:
         shutil.rmtree(work, ignore_errors=True)
     _prune(entry.parent, f"{arch}-", KEEP_TARBALLS)
-    return _cached(entry, out, plugins, started)
+    built = _cached(entry, out, plugins, started)
+    if built is None:
+        raise BundleError(f"the {arch} bundle build left no usable tarball in {entry}")
+    return dataclasses.replace(built, cached=False)

@@ -145,11 +145,15 @@ def run(args: argparse.Namespace) -> int:
                         if args.oci_archive:  # that architecture's busybox and glibc
                             sysroots.setdefault(arch, str(build_root(arch)))
                     tarballs.append(result.tarball)
+                    how = (
+                        "unchanged sources: copied from the cache"
+                        if result.cached
+                        else f"built in {result.seconds:.1f} s"
+                    )
                     print(
                         f"bundle: {result.tarball if args.out else 'built'} "
                         f"({_mb(result.size)} gzipped, {_mb(result.unpacked_size)} unpacked; "
-                        f"{len(result.plugins)} plugins; needs glibc >= {result.glibc}; "
-                        f"built in {result.seconds:.1f} s)"
+                        f"{len(result.plugins)} plugins; needs glibc >= {result.glibc}; {how})"
                     )
             if args.oci_archive:
                 from credprov.bundle.oci import write_oci_archive

@@ -203,7 +203,16 @@ def test_an_unchanged_tree_is_not_built_again(
     out.mkdir()
     result = cross.build_for_arch(out, FOREIGN, list(plugins))
     assert (result.tarball, result.build_id, result.unpacked_size) == (out / name, "0.1.0-abc", 99)
-    assert result.tarball.read_bytes() == b"tarball"
+    assert result.tarball.read_bytes() == b"tarball" and result.cached
+
+    # A damaged entry is a miss (and is removed), never a traceback.
+    for damage in ("{not json", json.dumps({**meta, "tarball": "../../etc/x.tar.gz"})):
+        (entry / "result.json").write_text(damage)
+        with pytest.raises(AssertionError, match="built although"):
+            cross.build_for_arch(out, FOREIGN, list(plugins))
+        assert not entry.exists()
+        entry.mkdir()
+        (entry / name).write_bytes(b"tarball")
 
     # Another plugin selection is another input: it would be built.
     with pytest.raises(AssertionError, match="built although"):
