@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -28,13 +27,13 @@ from pathlib import Path
 
 import pytest
 
+from credprov.bundle.cross import apt_mirror  # the mirror apt uses (one implementation)
 from tests.e2e.registry import require_tools
 
 SUITE = "bookworm"
 ROOT_NAME = f"node-root-{SUITE}-minbase"  # the default root's cache entry
 #: The kubelet-plugin bin dir used inside the root (kubeadm's common choice).
 BIN_DIR = "/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec"
-FALLBACK_MIRROR = "http://deb.debian.org/debian"
 
 
 def _fail_or_skip(reason: str) -> None:
@@ -48,29 +47,6 @@ def require_root_tools() -> None:
     require_tools("debootstrap", "chroot")
     if os.geteuid() != 0:
         _fail_or_skip("the node-root tests need root (debootstrap, chroot)")
-
-
-def apt_mirror() -> str:
-    """The Debian mirror apt uses for ``bookworm`` (deb822 ``.sources`` or ``sources.list``);
-    the same mirror serves the other suites and architectures."""
-    candidates = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
-    for path in candidates:
-        try:
-            text = path.read_text(errors="replace")
-        except OSError:
-            continue
-        for stanza in re.split(r"\n\s*\n", text):
-            uris = re.search(r"^URIs:\s*(\S+)", stanza, re.M)
-            suites = re.search(r"^Suites:\s*(.+)$", stanza, re.M)
-            if uris and suites and SUITE in suites.group(1).split():
-                return uris.group(1)
-        for line in text.splitlines():
-            parts = line.split()
-            if len(parts) >= 3 and parts[0] == "deb" and parts[-2] == SUITE:
-                return parts[-3]
-            if len(parts) >= 3 and parts[0] == "deb" and SUITE in parts[2:3]:
-                return parts[1]
-    return FALLBACK_MIRROR
 
 
 def cache_dir() -> Path:
