@@ -127,7 +127,16 @@ CLI = {
 
 
 @pytest.mark.parametrize("argv, line", CLI.values(), ids=CLI.keys())
-def test_cli_errors(argv: list[str], line: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_errors(
+    argv: list[str],
+    line: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    # The relative --out/--oci-archive land in a temporary directory if a refusal ever
+    # regresses into a real build (one once wrote its tarball and image into the checkout).
+    monkeypatch.chdir(tmp_path)
     assert main(argv) == 1
     assert capsys.readouterr().err == line + "\n"
 
