@@ -281,8 +281,9 @@ def _in_root(root: Path, argv: Sequence[str], what: str, **extra: str) -> str:
 
 
 @contextlib.contextmanager
-def _entry(final: Path) -> Iterator[Path]:
-    """A temporary sibling of the cache entry ``final``, renamed to it on success."""
+def cache_entry(final: Path) -> Iterator[Path]:
+    """A temporary sibling of the cache entry ``final``, renamed to it on success (an
+    interrupted or failed build never leaves a half entry under the final name)."""
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f"{final.name}.tmp.", dir=final.parent))
     try:
@@ -313,7 +314,7 @@ def base_root(arch: str) -> Path:
     final = cache_dir() / f"build-base-{SUITE}-{arch}-{_key(*BASE_PACKAGES)}"
     if (final / "usr" / "bin" / "python3").exists():
         return final
-    with _entry(final) as tmp:
+    with cache_entry(final) as tmp:
         _run(
             ["debootstrap", f"--arch={arch}", "--variant=minbase",
              "--include=" + ",".join(BASE_PACKAGES), SUITE, str(tmp), apt_mirror()],
@@ -342,7 +343,7 @@ def build_root(arch: str) -> Path:
     if (final / _VENV.lstrip("/") / "bin" / "pyinstaller").exists():
         os.utime(final)  # recently used: the last to be pruned
         return final
-    with _entry(final) as root:
+    with cache_entry(final) as root:
         root.rmdir()
         _run(["cp", "-al", str(base), str(root)], "copy of the base root")
         tag = _python_tag(root)
@@ -480,7 +481,7 @@ def build_for_arch(
             TMPDIR=f"{inner}",
         )
         meta = json.loads(stdout.strip().splitlines()[-1])
-        with _entry(entry) as tmp:
+        with cache_entry(entry) as tmp:
             shutil.copyfile(work / "out" / meta["tarball"], tmp / meta["tarball"])
             (tmp / "result.json").write_text(json.dumps(meta))
     finally:

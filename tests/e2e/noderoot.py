@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from credprov.bundle.cross import apt_mirror  # the mirror apt uses (one implementation)
+from credprov.bundle.cross import apt_mirror, cache_entry
 from tests.e2e.registry import require_tools
 
 SUITE = "bookworm"
@@ -73,14 +73,12 @@ def pristine_root(
     root = cache_dir() / root_name(suite, arch, include)
     if (root / "usr" / "bin" / "dash").exists():
         return root
-    root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f"{root.name}.tmp.", dir=root.parent))
     cmd = ["debootstrap", "--variant=minbase"]
     if arch:
         cmd.append(f"--arch={arch}")
     if include:
         cmd.append("--include=" + ",".join(include))
-    try:
+    with cache_entry(root) as tmp:
         proc = subprocess.run(
             [*cmd, suite, str(tmp), apt_mirror()],
             capture_output=True,
@@ -91,13 +89,6 @@ def pristine_root(
         if proc.returncode != 0:
             tail = " | ".join(proc.stdout.strip().splitlines()[-3:])
             pytest.fail(f"debootstrap of {root.name} failed (exit {proc.returncode}): {tail}")
-        if root.exists():  # another run finished first
-            shutil.rmtree(tmp)
-        else:
-            tmp.rename(root)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return root
 
 
