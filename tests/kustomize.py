@@ -7,7 +7,7 @@ order), ``patches`` whose ``patch`` is an inline JSON6902 list (applied with the
 ``newTag``, ``digest`` for containers and init containers). Anything else in a
 kustomization is refused with :class:`Unsupported`, so a profile cannot quietly use a
 feature these tests would ignore. Where a ``kubectl`` with kustomize exists,
-``tests/unit/test_bundle_deploy.py`` checks that it builds the same documents.
+``tests/unit/bundle/test_bundle_deploy.py`` checks that it builds the same documents.
 """
 
 from __future__ import annotations

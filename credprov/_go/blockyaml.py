@@ -8,7 +8,7 @@ So this module parses a deliberately small subset and answers ``None`` for anyth
 it; :mod:`credprov._go.decode` then parses with :mod:`credprov._go.goyaml` (go-yaml's rules
 on PyYAML's scanner), the parser of record and the source of every error text. Keys come
 back sorted, as in the JSON ``sigs.k8s.io/yaml`` writes. The fast path either returns exactly what the goyaml
-path returns or declines: ``tests/unit/test_blockyaml.py`` checks that differentially
+path returns or declines: ``tests/unit/_go/test_blockyaml.py`` checks that differentially
 against :mod:`credprov._go.goyaml` (go-yaml's rules), itself checked against real Go.
 
 The subset, everything else declines:

@@ -12,7 +12,7 @@ import pytest
 from credprov.cli import simulate_cmd
 from credprov.errors import CredprovError
 
-CONFIG = Path(__file__).resolve().parents[2] / "config"
+CONFIG = Path(__file__).resolve().parents[3] / "config"
 
 
 def run(argv: list[str]) -> int:
@@ -256,7 +256,7 @@ def test_preloaded_tracking_example_and_the_upstream_bug(
 ) -> None:
     from credprov.cli.main import main as credprov_main
 
-    example = Path(__file__).resolve().parents[2] / "config" / "simulate-preloaded-same-digest.yaml"
+    example = Path(__file__).resolve().parents[3] / "config" / "simulate-preloaded-same-digest.yaml"
     assert credprov_main(["simulate", str(example)]) == 0
     upstream = tmp_path / "upstream.yaml"
     upstream.write_text(

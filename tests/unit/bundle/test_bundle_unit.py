@@ -1,6 +1,6 @@
 """credprov.bundle without PyInstaller: the installer script on a stand-in runtime, the OCI
 archive's structure and the image's system libraries (the command itself:
-tests/unit/test_bundle_cli.py)."""
+tests/unit/bundle/test_bundle_cli.py)."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ def test_select_plugins() -> None:
         select_plugins(["nope"])
 
 
-# The command's error paths: tests/unit/test_bundle_cli.py.
+# The command's error paths: tests/unit/bundle/test_bundle_cli.py.
 
 
 # -- the doctor in the bundle and the image -------------------------------------------------

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from credprov._go import blockyaml, goyaml
 from credprov._go.decode import parse_yaml
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def goyaml_answer(text: str) -> tuple[Any, list[str]] | None:

@@ -247,7 +247,7 @@ def _as_nobody(*argv: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         cwd="/",
-        env={"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "PATH": "/usr/bin:/bin"},
+        env={"PYTHONPATH": str(Path(__file__).resolve().parents[3]), "PATH": "/usr/bin:/bin"},
     )
 
 

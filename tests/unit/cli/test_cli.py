@@ -12,7 +12,7 @@ import pytest
 from credprov.cli.main import main
 from tests.conftest import CANARY, install_fake_plugin, provider, write_config
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

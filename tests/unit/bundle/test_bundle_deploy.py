@@ -22,7 +22,7 @@ from credprov.bundle._multicall import PLUGINS
 from tests import kustomize
 from tests.unit.doctor import nodes
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEPLOY = REPO / "deploy"
 INIT_ENV = {"HOST_BIN_DIR", "PLUGINS", "NAME_PREFIX", "CREDPROV_CONFIG", "CREDPROV_CONFIG_NAME",
             "FORCE", "UNINSTALL"}  # fmt: skip

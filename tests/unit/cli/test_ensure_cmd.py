@@ -22,7 +22,7 @@ from credprov.pullmanager.fsstore import FSPullRecordsAccessor
 from credprov.testing import FakeRegistry, FakeRuntime, RegistryGrant
 from tests.conftest import CANARY, install_fake_plugin, provider, write_config
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 REGISTRY = "registry.example.com"
 IMAGE = f"{REGISTRY}/private/app:v1"
 PUBLIC = "docker.io/library/busybox:1.36"

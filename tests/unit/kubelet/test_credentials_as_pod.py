@@ -21,7 +21,7 @@ from tests.unit.nodeauth.kep4412_fixtures import (
     write_objects,
 )
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 CONFIG = REPO_ROOT / "config"
 EXAMPLE = [
     "get-credentials",

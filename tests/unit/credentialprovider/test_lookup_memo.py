@@ -26,7 +26,7 @@ from credprov.credentialprovider.matching import (
 )
 from credprov.credentialprovider.plugin.metrics import Metrics
 from credprov.credentialprovider.plugin.registry import CredentialProviders
-from tests.unit.test_provider_cache import ScriptedPlugin, make_provider
+from tests.unit.credentialprovider.plugin.test_provider_cache import ScriptedPlugin, make_provider
 
 GLOBS = [
     "registry.io",
@@ -187,7 +187,7 @@ def test_memo_sees_inserts_from_other_images() -> None:
 
 
 def _config_documents() -> list[Path]:
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     found = []
     for path in sorted([*root.glob("config/*.yaml"), *root.glob("tests/fixtures/**/*.yaml")]):
         if "CredentialProviderConfig" in path.read_text(errors="replace"):
