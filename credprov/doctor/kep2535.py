@@ -48,6 +48,9 @@ __all__ = [
     "check_pull_policy",
     "check_pull_records",
     "effective_policy",
+    "policy_errors",
+    "typed_policy",
+    "valid_policy",
 ]
 
 #: The kubelet's in-memory KEP-2535 cache sizes (``NewCachedPullRecordsAccessor`` caps).
@@ -67,26 +70,39 @@ def _kubelet_root(ctx: Context) -> str:
 
 
 def effective_policy(ctx: Context) -> tuple[object, object, str]:
-    """(policy, allowlist, where the policy came from), defaulted as the kubelet does.
+    """The verification policy and allowlist the node's kubelet runs with.
 
-    The values are the KubeletConfiguration's, of whatever type it holds; only
-    :func:`typed_policy` promises strings.
+    Args:
+        ctx: the doctor's context (the KubeletConfiguration's values and the gates).
+
+    Returns:
+        ``(policy, allowlist, where the policy came from)``: a YAML ``null`` is unset (Go
+        decodes it to the zero value) and the policy is defaulted by the kubelet's rule,
+        :func:`credprov.pullmanager.policies.default_policy`. The values are the
+        KubeletConfiguration's, of whatever type it holds; only :func:`typed_policy`
+        promises strings.
     """
-    from credprov.pullmanager.policies import DEFAULT_POLICY
+    from credprov.pullmanager.policies import default_policy
 
     policy_value = ctx.setup.values.get(POLICY)
     allow_value = ctx.setup.values.get(ALLOWLIST)
-    policy: object = policy_value.value if policy_value else ""
-    allowlist: object = allow_value.value if allow_value else []
+    policy: object = (
+        "" if policy_value is None or policy_value.value is None else policy_value.value
+    )
+    allowlist: object = (
+        [] if allow_value is None or allow_value.value is None else allow_value.value
+    )
     source = policy_value.source if policy_value else "default"
-    if ctx.gate(ENSURE_PULLED_GATE) and policy in ("", None):
-        policy, source = DEFAULT_POLICY, "default"
+    if isinstance(policy, str):
+        defaulted = default_policy(policy, ctx.gate(ENSURE_PULLED_GATE))
+        if defaulted != policy:
+            policy, source = defaulted, "default"
     return policy, allowlist, source
 
 
 def typed_policy(ctx: Context) -> tuple[str, list[str], str] | None:
     """:func:`effective_policy` when the policy is a string and the allowlist a list of
-    strings (else None: the kubelet would not start)."""
+    strings, else None (the kubelet would not start)."""
     policy, allowlist, source = effective_policy(ctx)
     if not isinstance(policy, str) or not isinstance(allowlist, list):
         return None
@@ -95,10 +111,31 @@ def typed_policy(ctx: Context) -> tuple[str, list[str], str] | None:
     return policy, [str(entry) for entry in allowlist], source
 
 
-def check_pull_policy(ctx: Context) -> list[Finding]:
-    """``pull-policy.valid``: the policy and allowlist the kubelet validates at start."""
+def policy_errors(ctx: Context, policy: str, allowlist: list[str]) -> list[str]:
+    """The kubelet's start-up errors for these settings
+    (:func:`credprov.pullmanager.policies.validate_policy_config`; empty when valid)."""
     from credprov.pullmanager.policies import validate_policy_config
 
+    return validate_policy_config(policy, allowlist, ctx.gate(ENSURE_PULLED_GATE))
+
+
+def valid_policy(ctx: Context) -> tuple[str, list[str]] | None:
+    """``(policy, allowlist)`` when the kubelet starts with them, else None: the one
+    judgement ``pull-policy.valid`` reports and ``kep2535.preflight`` relies on."""
+    typed = typed_policy(ctx)
+    if typed is None:
+        return None
+    policy, allowlist, _ = typed
+    return None if policy_errors(ctx, policy, allowlist) else (policy, allowlist)
+
+
+def check_pull_policy(ctx: Context) -> list[Finding]:
+    """``pull-policy.valid``: the policy and allowlist the kubelet validates at start.
+
+    Returns:
+        One finding: FAIL when the KubeletConfiguration is unreadable, the fields have the
+        wrong types or the kubelet's validation refuses them; PASS otherwise.
+    """
     if ctx.setup.kubelet_configuration_error is not None:
         return [
             Finding(
@@ -123,7 +160,7 @@ def check_pull_policy(ctx: Context) -> list[Finding]:
         ]
     policy, allowlist, source = typed
     gate = ctx.gate(ENSURE_PULLED_GATE)
-    errors = validate_policy_config(policy, allowlist, gate)
+    errors = policy_errors(ctx, policy, allowlist)
     if errors:
         return [
             Finding(
@@ -369,10 +406,10 @@ def check_kep2535_preflight(ctx: Context) -> list[Finding]:
     store = load_store(ctx)
     assert store is not None  # --objects was given
     node_images = NodeImages(load_node_images(ctx))
-    typed = typed_policy(ctx)
+    valid = valid_policy(ctx)
     policy = None
-    if typed is not None:
-        policy_name, allowlist, _ = typed
+    if valid is not None:
+        policy_name, allowlist = valid
         with contextlib.suppress(ValueError):  # AllowlistError too
             policy = new_verification_policy(policy_name, allowlist)
     if policy is None:
