@@ -39,6 +39,7 @@ ENSURE_PULLED_GATE = "KubeletEnsureSecretPulledImages"
 #: KEP-4412 beta on in 1.34) and KEP-2535's.
 GATE_DEFAULTS: dict[str, bool] = {**DEFAULT_FEATURE_GATES, ENSURE_PULLED_GATE: True}
 
+
 class DoctorUsageError(UsageError):
     """A doctor option that cannot be used (an unreadable ``--objects`` file, a root that is
     not a directory): one line, which every CLI prints with exit status 2, like any
