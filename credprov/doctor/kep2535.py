@@ -18,7 +18,7 @@ import contextlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from credprov.credentialprovider.images import InvalidImageError, parse_image_name
 from credprov.doctor.cluster import (
@@ -52,6 +52,8 @@ __all__ = [
     "typed_policy",
     "valid_policy",
 ]
+
+_T = TypeVar("_T")
 
 #: The kubelet's in-memory KEP-2535 cache sizes (``NewCachedPullRecordsAccessor`` caps).
 MAX_INTENTS = 1024
@@ -304,21 +306,11 @@ class _Records:
 
     def record(self, image_ref: str) -> ImagePulledRecord | StoreReadError | None:
         """The record of ``image_ref``; the error when its file is unusable."""
-        if image_ref not in self._by_ref:
-            try:
-                self._by_ref[image_ref] = self.reader.get_image_pulled_record(image_ref)
-            except StoreReadError as exc:
-                self._by_ref[image_ref] = exc
-        return self._by_ref[image_ref]
+        return _read_once(self._by_ref, image_ref, self.reader.get_image_pulled_record)
 
     def intent(self, image: str) -> bool | StoreReadError:
         """Whether a pull intent for ``image`` exists; the error when its file is unusable."""
-        if image not in self._intents:
-            try:
-                self._intents[image] = self.reader.image_pull_intent_exists(image)
-            except StoreReadError as exc:
-                self._intents[image] = exc
-        return self._intents[image]
+        return _read_once(self._intents, image, self.reader.image_pull_intent_exists)
 
     def granting(self, key: str) -> ImagePulledRecord | None:
         """The first record that maps ``key`` (for an image whose id the file does not
@@ -329,6 +321,19 @@ class _Records:
                 for mapped in record.credential_mapping:
                     self._by_key.setdefault(mapped, record)
         return self._by_key.get(key)
+
+
+def _read_once(
+    memo: dict[str, _T | StoreReadError], key: str, read: Callable[[str], _T]
+) -> _T | StoreReadError:
+    """``read(key)``, or the StoreReadError it raised, read once per ``key`` (kept in
+    ``memo``)."""
+    if key not in memo:
+        try:
+            memo[key] = read(key)
+        except StoreReadError as exc:
+            memo[key] = exc
+    return memo[key]
 
 
 @dataclass(frozen=True)

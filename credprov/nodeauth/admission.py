@@ -711,25 +711,30 @@ class NodeRestriction:
                 request,
                 f"can only access leases in the {go_quote(NODE_LEASE_NAMESPACE)} system namespace",
             )
-        if request.operation == "CREATE":
-            name = _s(_meta(self._typed(request, request.object, "Lease")).get("name"))
-        else:
-            name = request.name
-        if name != node:
-            self._forbid(
-                request, "can only access node lease with the same name as the requesting node"
-            )
+        self._require_own_name(
+            request,
+            node,
+            "node lease",
+            lambda: _s(_meta(self._typed(request, request.object, "Lease")).get("name")),
+        )
 
     def _admit_csinode(self, request: AdmissionRequest, node: str) -> None:
-        if request.operation == "CREATE":
+        def created_name() -> str:
             if not isinstance(request.object, Mapping):
                 self._forbid(request, "unable to access the object name")
-            name = _s(_meta(request.object).get("name"))
-        else:
-            name = request.name
+            return _s(_meta(request.object).get("name"))
+
+        self._require_own_name(request, node, "CSINode", created_name)
+
+    def _require_own_name(
+        self, request: AdmissionRequest, node: str, what: str, created_name: Callable[[], str]
+    ) -> None:
+        """Forbid unless the object is named after the node: its name is the request's, or
+        on CREATE ``created_name()`` (read from the new object)."""
+        name = created_name() if request.operation == "CREATE" else request.name
         if name != node:
             self._forbid(
-                request, "can only access CSINode with the same name as the requesting node"
+                request, f"can only access {what} with the same name as the requesting node"
             )
 
     def _admit_resource_slice(self, request: AdmissionRequest, node: str) -> None:
