@@ -168,6 +168,16 @@ def _rancher_providers_off(ctx: Context, config: Value, bin_dir: Value) -> Findi
 
 
 def check_provider_config(ctx: Context) -> list[Finding]:
+    """``provider-config.valid``: the provider config loaded as the kubelet loads it, every
+    file read inside the node root.
+
+    On success the config is kept in :attr:`Context.config` for the later checks and every
+    provider's ``env`` values are registered as secrets.
+
+    Returns:
+        One finding: SKIP when the providers are off or no config is set, FAIL with the
+        kubelet's own error text, PASS with the providers and the config's hash.
+    """
     from credprov.credentialprovider.plugin.config import ConfigError, load_config
 
     path = ctx.setup.get(CONFIG)
@@ -207,6 +217,13 @@ def check_provider_config(ctx: Context) -> list[Finding]:
 
 
 def check_lint(ctx: Context) -> list[Finding]:
+    """``provider-config.lint``: entries the kubelet accepts but that do not do what they
+    say (:func:`credprov.credentialprovider.lint.lint_config`).
+
+    Returns:
+        SKIP without a valid config, one WARN per lint warning (subject: the provider), or
+        one PASS.
+    """
     from credprov.credentialprovider.lint import lint_config
 
     if ctx.config is None:
@@ -236,6 +253,13 @@ def _provider_of(warning: str) -> str:
 
 
 def check_bin_dir(ctx: Context) -> list[Finding]:
+    """``bin-dir.exec``: the plugin directory exists, is a directory and is not on a
+    ``noexec`` mount (from the kubelet's, this machine's or the root's mount table).
+
+    Returns:
+        One finding: SKIP when no bin dir is set or no mount table can be read, FAIL when
+        the kubelet could run no plugin from it, PASS with the mount point.
+    """
     bin_dir = ctx.setup.get(BIN_DIR)
     if ctx.providers_off:
         return [_skip("bin-dir.exec", ctx.providers_off)]
@@ -360,6 +384,16 @@ def _parse_mounts(text: str) -> list[tuple[str, set[str]]]:
 
 
 def check_plugins(ctx: Context) -> list[Finding]:
+    """``plugin.present``, ``plugin.runnable`` and ``plugin.responds`` for every provider.
+
+    A plugin is run (``plugin.responds``) only when it is present and can start on the
+    node, and not with ``--no-exec``; runs share the overall ``--plugins-deadline``.
+    :attr:`Context.runnable` records which plugins can start.
+
+    Returns:
+        Three findings per provider (later ones SKIP when an earlier one fails), or three
+        SKIPs when the providers are off or there is no valid config and bin dir.
+    """
     bin_dir = ctx.setup.get(BIN_DIR)
     ids = ("plugin.present", "plugin.runnable", "plugin.responds")
     if ctx.providers_off:
@@ -617,6 +651,14 @@ def _judge_answer(provider: internal.CredentialProvider, report: ConformanceRepo
 
 
 def check_image_match(ctx: Context) -> list[Finding]:
+    """``image.match``: for each ``--image``, which providers' ``matchImages`` match it,
+    or why none does (:func:`credprov.credentialprovider.matching.explain_match`).
+
+    Returns:
+        Nothing without ``--image``; else one finding per image: PASS naming the matching
+        providers, WARN for an invalid image or one no provider matches, SKIP without a
+        valid config.
+    """
     if not ctx.options.images:
         return []
     if ctx.config is None:
@@ -672,6 +714,12 @@ def check_image_match(ctx: Context) -> list[Finding]:
 
 
 def check_feature_gates(ctx: Context) -> list[Finding]:
+    """``feature-gates``: the credential gates' effective values and where each came from.
+
+    Returns:
+        One finding: FAIL for a ``--feature-gates`` value the kubelet refuses, or for
+        providers with ``tokenAttributes`` while KEP-4412's gate is off; PASS otherwise.
+    """
     from credprov.doctor.context import GATE_DEFAULTS
 
     if ctx.setup.feature_gates_error is not None:

@@ -131,10 +131,14 @@ _SMALL = 64 * 1024
 
 @dataclass(frozen=True)
 class Value:
+    """One setting of the node's kubelet and where it came from (``source``: a file, a
+    unit's ``Environment=``, a process's command line, a default, an operator option)."""
+
     value: Any
     source: str
 
     def to_dict(self) -> dict[str, Any]:
+        """``{"value": ..., "source": ...}`` for the JSON report (the value as it is)."""
         return {"value": self.value, "source": self.source}
 
 
@@ -169,10 +173,15 @@ class KubeletSetup:
     notes: list[str] = field(default_factory=list)
 
     def get(self, key: str) -> str | None:
+        """The setting ``key`` (one of this module's key constants, e.g. :data:`CONFIG`) as
+        text, None when nothing sets it."""
         value = self.values.get(key)
         return None if value is None else str(value.value)
 
     def to_dict(self) -> dict[str, Any]:
+        """The report's ``node`` section: root, flavor, how the kubelet was found, every
+        value with its source (shown through :func:`json_safe`), the gates written and any
+        notes."""
         out: dict[str, Any] = {
             "root": self.root.root,
             "flavor": self.flavor,
