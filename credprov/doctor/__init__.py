@@ -10,8 +10,8 @@ run only for ``plugin.responds`` (not with ``no_exec``), and a node image's plug
 confined inside it (:mod:`~credprov.doctor.sandbox`). Known secrets are replaced in every
 finding by a label that says which secret it was (``<env NAME of provider P>``,
 ``<service-account token>``); passwords a plugin returned are redacted by the conformance
-harness that judged its answer. Option errors are :class:`~credprov.errors.UsageError`
-(``DoctorUsageError`` is the same class): the CLI exits 2 on them.
+harness that judged its answer. Option errors are ``DoctorUsageError``, a
+:class:`~credprov.errors.UsageError`: the CLI exits 2 on them.
 """
 
 from __future__ import annotations

@@ -57,6 +57,12 @@ _PT_INTERP = 3
 
 @dataclass(frozen=True)
 class ElfInfo:
+    """What the ELF header of a plugin binary says about where it can run.
+
+    ``machine`` is ``e_machine`` (62 is x86-64), ``bits`` 32 or 64, ``interpreter`` the
+    ``PT_INTERP`` path a dynamic binary needs (None for a static one).
+    """
+
     machine: int
     bits: int
     little_endian: bool
@@ -64,11 +70,16 @@ class ElfInfo:
 
     @property
     def machine_name(self) -> str:
+        """The machine in ``uname -m`` spelling (``x86_64``, ``aarch64``), or
+        ``machine <number>`` for one the doctor does not know."""
         return _MACHINES.get(self.machine, (f"machine {self.machine}", ()))[0]
 
 
 @dataclass(frozen=True)
 class Verdict:
+    """Whether a binary can start on the node: ``ok``, the one-line ``message`` of the
+    finding and, when not ok, a ``hint`` saying what to do."""
+
     ok: bool
     message: str
     hint: str = ""

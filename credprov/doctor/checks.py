@@ -16,10 +16,15 @@ from credprov._go.durations import format_duration
 from credprov.api import internal
 from credprov.credentialprovider.images import InvalidImageError, parse_image_name
 from credprov.credentialprovider.matching import explain_match, urls_match_str
-from credprov.credentialprovider.plugin.conformance import SLOW_FRACTION, run_conformance
+from credprov.credentialprovider.plugin.conformance import (
+    SLOW_FRACTION,
+    Check,
+    run_conformance,
+)
+from credprov.credentialprovider.plugin.conformance import Report as ConformanceReport
 from credprov.doctor.binaries import check_executable
 from credprov.doctor.context import SA_TOKEN_GATE, Context
-from credprov.doctor.discovery import BIN_DIR, CONFIG
+from credprov.doctor.discovery import BIN_DIR, CONFIG, Value
 from credprov.doctor.plugin_runs import PluginRuns, refusal_text
 from credprov.doctor.report import Finding, Status
 from credprov.doctor.sandbox import SandboxError
@@ -54,30 +59,18 @@ def no_kubelet(ctx: Context) -> bool:
 
 def check_flags(ctx: Context) -> list[Finding]:
     """``kubelet.flags``: both provider flags set (or neither), from where, and for k3s/RKE2
-    whether the providers are enabled at all."""
+    whether the providers are enabled at all.
+
+    Returns:
+        One finding: FAIL without a kubelet, with one flag of the two, or (k3s/RKE2) with
+        one provider path missing; WARN with neither flag, or both k3s/RKE2 paths missing
+        (then :attr:`Context.providers_off` is set for the later checks); PASS otherwise.
+    """
     setup = ctx.setup
     config, bin_dir = setup.values.get(CONFIG), setup.values.get(BIN_DIR)
     if no_kubelet(ctx):
-        return [
-            Finding(
-                "kubelet.flags",
-                Status.FAIL,
-                "",
-                "no kubelet found on this node: no running kubelet, k3s or rke2 process and "
-                "no kubelet.service, k3s or rke2 unit"
-                + ("" if ctx.root.is_host else f" under {ctx.root.root}"),
-                "run the doctor on a node (or --root at a node's filesystem), or name the "
-                "setup with --config, --bin-dir and --kubelet-config",
-            )
-        ]
+        return [_no_kubelet_finding(ctx)]
     found_by = setup.kubelet.source if setup.kubelet else "no running kubelet or systemd unit"
-    notes = []
-    if setup.config_file_provider_fields:
-        notes.append(
-            " (the KubeletConfiguration sets "
-            + ", ".join(setup.config_file_provider_fields)
-            + ": upstream kubelets read only the flags)"
-        )
     if config is None and bin_dir is None:
         return [
             Finding(
@@ -90,60 +83,101 @@ def check_flags(ctx: Context) -> list[Finding]:
             )
         ]
     if config is None or bin_dir is None:
-        have, missing = (
-            (config, "--image-credential-provider-bin-dir")
-            if bin_dir is None
-            else (bin_dir, "--image-credential-provider-config")
-        )
-        assert have is not None
-        if setup.flavor in ("k3s", "rke2"):
-            consequence = f"{setup.flavor} enables the providers only when both exist"
-        else:
-            consequence = "the kubelet exits at start (it registers plugins when either is set)"
-        return [
-            Finding(
-                "kubelet.flags",
-                Status.FAIL,
-                "",
-                f"{have.value} is set ({have.source}) but {missing} is not: {consequence}",
-                f"set both {_FLAGS} in the same place",
-            )
-        ]
+        return [_one_flag_missing(ctx, config, bin_dir)]
     if setup.flavor in ("k3s", "rke2"):
-        missing_paths = [v.value for v in (config, bin_dir) if not ctx.root.exists(str(v.value))]
-        if missing_paths:
-            ctx.providers_off = (
-                f"{setup.flavor} runs no credential provider ({', '.join(missing_paths)} "
-                "does not exist)"
-            )
-            both = len(missing_paths) == 2
-            return [
-                Finding(
-                    "kubelet.flags",
-                    Status.WARN if both else Status.FAIL,
-                    "",
-                    f"credential providers are not enabled: {setup.flavor} enables them only "
-                    f"when both the bin dir and the config exist, and "
-                    f"{', '.join(missing_paths)} does not",
-                    "to use credential providers, create the config and the bin dir (or point "
-                    "the agent flags at them)",
-                )
-            ]
+        off = _rancher_providers_off(ctx, config, bin_dir)
+        if off is not None:
+            return [off]
+    notes = ""
+    if setup.config_file_provider_fields:
+        notes = (
+            " (the KubeletConfiguration sets "
+            + ", ".join(setup.config_file_provider_fields)
+            + ": upstream kubelets read only the flags)"
+        )
     return [
         Finding(
             "kubelet.flags",
             Status.PASS,
             "",
             f"config {config.value} ({config.source}); bin dir {bin_dir.value} "
-            f"({bin_dir.source}){''.join(notes)}",
+            f"({bin_dir.source}){notes}",
         )
     ]
+
+
+def _no_kubelet_finding(ctx: Context) -> Finding:
+    """``kubelet.flags`` FAIL: nothing on the node (or under the root) runs a kubelet."""
+    return Finding(
+        "kubelet.flags",
+        Status.FAIL,
+        "",
+        "no kubelet found on this node: no running kubelet, k3s or rke2 process and "
+        "no kubelet.service, k3s or rke2 unit"
+        + ("" if ctx.root.is_host else f" under {ctx.root.root}"),
+        "run the doctor on a node (or --root at a node's filesystem), or name the "
+        "setup with --config, --bin-dir and --kubelet-config",
+    )
+
+
+def _one_flag_missing(ctx: Context, config: Value | None, bin_dir: Value | None) -> Finding:
+    """``kubelet.flags`` FAIL: one provider flag of the two is set."""
+    have, missing = (
+        (config, "--image-credential-provider-bin-dir")
+        if bin_dir is None
+        else (bin_dir, "--image-credential-provider-config")
+    )
+    assert have is not None
+    flavor = ctx.setup.flavor
+    if flavor in ("k3s", "rke2"):
+        consequence = f"{flavor} enables the providers only when both exist"
+    else:
+        consequence = "the kubelet exits at start (it registers plugins when either is set)"
+    return Finding(
+        "kubelet.flags",
+        Status.FAIL,
+        "",
+        f"{have.value} is set ({have.source}) but {missing} is not: {consequence}",
+        f"set both {_FLAGS} in the same place",
+    )
+
+
+def _rancher_providers_off(ctx: Context, config: Value, bin_dir: Value) -> Finding | None:
+    """k3s/RKE2 enable the providers only when both paths exist: the finding when one is
+    missing (and :attr:`Context.providers_off` set), None when both exist."""
+    flavor = ctx.setup.flavor
+    missing_paths = [v.value for v in (config, bin_dir) if not ctx.root.exists(str(v.value))]
+    if not missing_paths:
+        return None
+    ctx.providers_off = (
+        f"{flavor} runs no credential provider ({', '.join(missing_paths)} does not exist)"
+    )
+    return Finding(
+        "kubelet.flags",
+        Status.WARN if len(missing_paths) == 2 else Status.FAIL,
+        "",
+        f"credential providers are not enabled: {flavor} enables them only "
+        f"when both the bin dir and the config exist, and "
+        f"{', '.join(missing_paths)} does not",
+        "to use credential providers, create the config and the bin dir (or point "
+        "the agent flags at them)",
+    )
 
 
 # -- provider-config.valid / .lint -----------------------------------------------------------------
 
 
 def check_provider_config(ctx: Context) -> list[Finding]:
+    """``provider-config.valid``: the provider config loaded as the kubelet loads it, every
+    file read inside the node root.
+
+    On success the config is kept in :attr:`Context.config` for the later checks and every
+    provider's ``env`` values are registered as secrets.
+
+    Returns:
+        One finding: SKIP when the providers are off or no config is set, FAIL with the
+        kubelet's own error text, PASS with the providers and the config's hash.
+    """
     from credprov.credentialprovider.plugin.config import ConfigError, load_config
 
     path = ctx.setup.get(CONFIG)
@@ -183,6 +217,13 @@ def check_provider_config(ctx: Context) -> list[Finding]:
 
 
 def check_lint(ctx: Context) -> list[Finding]:
+    """``provider-config.lint``: entries the kubelet accepts but that do not do what they
+    say (:func:`credprov.credentialprovider.lint.lint_config`).
+
+    Returns:
+        SKIP without a valid config, one WARN per lint warning (subject: the provider), or
+        one PASS.
+    """
     from credprov.credentialprovider.lint import lint_config
 
     if ctx.config is None:
@@ -212,6 +253,13 @@ def _provider_of(warning: str) -> str:
 
 
 def check_bin_dir(ctx: Context) -> list[Finding]:
+    """``bin-dir.exec``: the plugin directory exists, is a directory and is not on a
+    ``noexec`` mount (from the kubelet's, this machine's or the root's mount table).
+
+    Returns:
+        One finding: SKIP when no bin dir is set or no mount table can be read, FAIL when
+        the kubelet could run no plugin from it, PASS with the mount point.
+    """
     bin_dir = ctx.setup.get(BIN_DIR)
     if ctx.providers_off:
         return [_skip("bin-dir.exec", ctx.providers_off)]
@@ -336,6 +384,16 @@ def _parse_mounts(text: str) -> list[tuple[str, set[str]]]:
 
 
 def check_plugins(ctx: Context) -> list[Finding]:
+    """``plugin.present``, ``plugin.runnable`` and ``plugin.responds`` for every provider.
+
+    A plugin is run (``plugin.responds``) only when it is present and can start on the
+    node, and not with ``--no-exec``; runs share the overall ``--plugins-deadline``.
+    :attr:`Context.runnable` records which plugins can start.
+
+    Returns:
+        Three findings per provider (later ones SKIP when an earlier one fails), or three
+        SKIPs when the providers are off or there is no valid config and bin dir.
+    """
     bin_dir = ctx.setup.get(BIN_DIR)
     ids = ("plugin.present", "plugin.runnable", "plugin.responds")
     if ctx.providers_off:
@@ -482,6 +540,8 @@ def _fill(pattern: str) -> str:
 def _responds(
     ctx: Context, provider: internal.CredentialProvider, path: str, runs: PluginRuns
 ) -> Finding:
+    """``plugin.responds`` for one provider: its plugin run once on a sample image, its
+    answer judged by the conformance harness (SKIP when it cannot or may not run)."""
     image = sample_image(provider, ctx.options.images)
     if image is None:
         return _skip(
@@ -495,6 +555,41 @@ def _responds(
     if refusal is not None:
         return _skip("plugin.responds", refusal, provider.name)
     timeout_ns = runs.allot()
+    report = _run_plugin(provider, path, image, runs, timeout_ns)
+    if isinstance(report, Finding):
+        return report
+    if timeout_ns < ctx.options.plugin_timeout_ns:
+        # The overall deadline, not the plugin's own, bounded this run: judge its time
+        # against the plugin's own deadline.
+        if _check(report, "deadline").status == Status.FAIL:
+            return _skip(
+                "plugin.responds",
+                f"not judged: stopped after {format_duration(timeout_ns)}, when the plugins' "
+                f"overall deadline ({format_duration(ctx.options.plugin_deadline_ns)}) ran out",
+                provider.name,
+            )
+        slow = ctx.options.plugin_timeout_ns / 1e9 * SLOW_FRACTION
+        report.checks = [
+            c for c in report.checks if c.name != "deadline" or (c.duration or 0.0) > slow
+        ]
+    return _judge_answer(provider, report)
+
+
+def _check(report: ConformanceReport, name: str) -> Check:
+    """The (last) conformance check called ``name``; every run has ``deadline`` and
+    ``exit``."""
+    return {c.name: c for c in report.checks}[name]
+
+
+def _run_plugin(
+    provider: internal.CredentialProvider,
+    path: str,
+    image: str,
+    runs: PluginRuns,
+    timeout_ns: int,
+) -> ConformanceReport | Finding:
+    """The conformance report of one run of the plugin at ``path`` for ``image``, or the
+    ``plugin.responds`` SKIP when it could not be run (the run is recorded in ``runs``)."""
     try:
         with runs.launcher() as launcher:
             report = run_conformance(
@@ -512,25 +607,15 @@ def _responds(
         return _skip("plugin.responds", f"cannot run: {exc}", provider.name)
     except SandboxError as exc:
         return _skip("plugin.responds", f"not run: {exc}", provider.name)
-    by_name = {c.name: c for c in report.checks}
-    timed_out = by_name["deadline"].status == Status.FAIL
-    runs.finished(provider.name, timed_out)
+    runs.finished(provider.name, _check(report, "deadline").status == Status.FAIL)
     if failure is not None:
         return _skip("plugin.responds", refusal_text(failure), provider.name)
-    if timeout_ns < ctx.options.plugin_timeout_ns:
-        # The overall deadline, not the plugin's own, bounded this run: judge its time
-        # against the plugin's own deadline.
-        if timed_out:
-            return _skip(
-                "plugin.responds",
-                f"not judged: stopped after {format_duration(timeout_ns)}, when the plugins' "
-                f"overall deadline ({format_duration(ctx.options.plugin_deadline_ns)}) ran out",
-                provider.name,
-            )
-        slow = ctx.options.plugin_timeout_ns / 1e9 * SLOW_FRACTION
-        report.checks = [
-            c for c in report.checks if c.name != "deadline" or (c.duration or 0.0) > slow
-        ]
+    return report
+
+
+def _judge_answer(provider: internal.CredentialProvider, report: ConformanceReport) -> Finding:
+    """``plugin.responds`` from the conformance checks: the first failure, else the first
+    warning, else PASS with the answer's time and cache key type."""
     failures = [c for c in report.checks if c.status == Status.FAIL]
     warnings = [c for c in report.checks if c.status == Status.WARN]
     by_name = {c.name: c for c in report.checks}
@@ -566,6 +651,14 @@ def _responds(
 
 
 def check_image_match(ctx: Context) -> list[Finding]:
+    """``image.match``: for each ``--image``, which providers' ``matchImages`` match it,
+    or why none does (:func:`credprov.credentialprovider.matching.explain_match`).
+
+    Returns:
+        Nothing without ``--image``; else one finding per image: PASS naming the matching
+        providers, WARN for an invalid image or one no provider matches, SKIP without a
+        valid config.
+    """
     if not ctx.options.images:
         return []
     if ctx.config is None:
@@ -621,6 +714,12 @@ def check_image_match(ctx: Context) -> list[Finding]:
 
 
 def check_feature_gates(ctx: Context) -> list[Finding]:
+    """``feature-gates``: the credential gates' effective values and where each came from.
+
+    Returns:
+        One finding: FAIL for a ``--feature-gates`` value the kubelet refuses, or for
+        providers with ``tokenAttributes`` while KEP-4412's gate is off; PASS otherwise.
+    """
     from credprov.doctor.context import GATE_DEFAULTS
 
     if ctx.setup.feature_gates_error is not None:

@@ -119,16 +119,14 @@ def load_node_images(ctx: Context) -> list[RuntimeImage]:
     """
     options = ctx.options
     if options.images_file:
-        from credprov.base.fileio import FileTooLargeError, read_bounded
+        from credprov.base.fileio import read_bounded
 
         path = options.images_file
         try:
             data = read_bounded(path, MAX_IMAGES_FILE_BYTES)
-        except FileTooLargeError:
-            raise DoctorUsageError(
-                f"--images {path}: larger than {MAX_IMAGES_FILE_BYTES} bytes"
-            ) from None
         except OSError as exc:
+            # FileTooLargeError and NotRegularFileError say why in strerror too
+            # ("larger than N bytes", "not a regular file (a FIFO)").
             raise DoctorUsageError(f"--images {path}: {exc.strerror or exc}") from None
         return parse_images(data, path)
     assert options.cri is not None

@@ -15,6 +15,10 @@ from credprov._go.durations import MINUTE
 from credprov.api import internal
 from credprov.base.redact import TOKEN_LABEL, env_label
 from credprov.base.rootfs import NodeRoot
+from credprov.credentialprovider.plugin.config import (
+    DEFAULT_FEATURE_GATES,
+    SERVICE_ACCOUNT_TOKEN_GATE,
+)
 from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT
 from credprov.doctor.discovery import KubeletSetup
 from credprov.errors import UsageError
@@ -25,17 +29,21 @@ if TYPE_CHECKING:
 
 __all__ = ["Context", "DoctorOptions", "DoctorUsageError"]
 
-SA_TOKEN_GATE = "KubeletServiceAccountTokenForCredentialProviders"
+#: KEP-4412's gate, by the config loader's name for it.
+SA_TOKEN_GATE = SERVICE_ACCOUNT_TOKEN_GATE
+#: KEP-2535's gate (beta, on by default since 1.35).
 ENSURE_PULLED_GATE = "KubeletEnsureSecretPulledImages"
 
-#: The gates that change credential behaviour, with the newest kubelet's defaults
-#: (KEP-4412 beta on in 1.34, KEP-2535 beta on in 1.35).
-GATE_DEFAULTS: dict[str, bool] = {SA_TOKEN_GATE: True, ENSURE_PULLED_GATE: True}
+#: The gates that change credential behaviour, with the newest kubelet's defaults: the
+#: config loader's (:data:`~credprov.credentialprovider.plugin.config.DEFAULT_FEATURE_GATES`,
+#: KEP-4412 beta on in 1.34) and KEP-2535's.
+GATE_DEFAULTS: dict[str, bool] = {**DEFAULT_FEATURE_GATES, ENSURE_PULLED_GATE: True}
 
-#: A bad option value (an unreadable ``--objects`` file, a root that is not a directory):
-#: credprov's one usage error, which the CLI prints as one line with exit status 2. The
-#: name is kept for callers of the doctor.
-DoctorUsageError = UsageError
+
+class DoctorUsageError(UsageError):
+    """A doctor option that cannot be used (an unreadable ``--objects`` file, a root that is
+    not a directory): one line, which every CLI prints with exit status 2, like any
+    :class:`~credprov.errors.UsageError`."""
 
 
 @dataclass

@@ -131,10 +131,14 @@ _SMALL = 64 * 1024
 
 @dataclass(frozen=True)
 class Value:
+    """One setting of the node's kubelet and where it came from (``source``: a file, a
+    unit's ``Environment=``, a process's command line, a default, an operator option)."""
+
     value: Any
     source: str
 
     def to_dict(self) -> dict[str, Any]:
+        """``{"value": ..., "source": ...}`` for the JSON report (the value as it is)."""
         return {"value": self.value, "source": self.source}
 
 
@@ -169,10 +173,15 @@ class KubeletSetup:
     notes: list[str] = field(default_factory=list)
 
     def get(self, key: str) -> str | None:
+        """The setting ``key`` (one of this module's key constants, e.g. :data:`CONFIG`) as
+        text, None when nothing sets it."""
         value = self.values.get(key)
         return None if value is None else str(value.value)
 
     def to_dict(self) -> dict[str, Any]:
+        """The report's ``node`` section: root, flavor, how the kubelet was found, every
+        value with its source (shown through :func:`json_safe`), the gates written and any
+        notes."""
         out: dict[str, Any] = {
             "root": self.root.root,
             "flavor": self.flavor,
@@ -564,32 +573,34 @@ def _is_eks_nodeadm(root: NodeRoot, setup: KubeletSetup) -> bool:
     return has_nodeadm and root.exists(EKS_DIR)
 
 
-_TRUE = ("1", "t", "T", "true", "TRUE", "True")
-_FALSE = ("0", "f", "F", "false", "FALSE", "False")
-
-
 def _merge_gate_flag(setup: KubeletSetup, spec: str, origin: str) -> None:
     """``--feature-gates A=true,B=false``: every gate written, invalid values noted.
 
-    Unlike :func:`credprov.credentialprovider.plugin.config.parse_feature_gates`, unknown gate names are kept (the
-    kubelet knows hundreds; the doctor only reads a few).
+    Each entry is parsed by the config loader's
+    :func:`~credprov.credentialprovider.plugin.config.parse_feature_gates` (Go's
+    ``strconv.ParseBool``), but unknown gate names are kept (the kubelet knows hundreds; the
+    doctor only reads a few) and an invalid entry becomes
+    :attr:`KubeletSetup.feature_gates_error` (the last one wins) instead of an exception.
     """
+    from credprov.credentialprovider.plugin.config import ConfigError, parse_feature_gates
+
     for item in spec.split(","):
         item = item.strip()
         if not item:
             continue
         name, sep, value = item.partition("=")
         name, value = name.strip(), value.strip()
-        if value in _TRUE:
-            setup.feature_gates[name] = Value(True, f"--feature-gates from {origin}")
-        elif value in _FALSE:
-            setup.feature_gates[name] = Value(False, f"--feature-gates from {origin}")
-        else:
+        try:
+            parsed = parse_feature_gates(item, known=(name,))
+        except ConfigError:
             setup.feature_gates_error = (
                 f"--feature-gates from {origin}: invalid value of {name}={value}"
                 if sep
                 else f"--feature-gates from {origin}: missing bool value for {name}"
             )
+            continue
+        for gate, enabled in parsed.items():
+            setup.feature_gates[gate] = Value(enabled, f"--feature-gates from {origin}")
 
 
 def _hostname(root: NodeRoot, setup: KubeletSetup) -> None:

@@ -18,7 +18,7 @@ import contextlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from credprov.credentialprovider.images import InvalidImageError, parse_image_name
 from credprov.doctor.cluster import (
@@ -32,7 +32,7 @@ from credprov.doctor.cluster import (
 )
 from credprov.doctor.context import ENSURE_PULLED_GATE, Context
 from credprov.doctor.discovery import ALLOWLIST, POLICY, ROOT_DIR
-from credprov.doctor.pullrecords import NodePullRecords
+from credprov.doctor.pullrecords import NodePullRecords, RecordsScan
 from credprov.doctor.report import Finding, Status
 from credprov.kubelet.podspec import pod_images
 from credprov.pullmanager.interfaces import RuntimeImage, StoreReadError
@@ -48,7 +48,12 @@ __all__ = [
     "check_pull_policy",
     "check_pull_records",
     "effective_policy",
+    "policy_errors",
+    "typed_policy",
+    "valid_policy",
 ]
+
+_T = TypeVar("_T")
 
 #: The kubelet's in-memory KEP-2535 cache sizes (``NewCachedPullRecordsAccessor`` caps).
 MAX_INTENTS = 1024
@@ -67,26 +72,39 @@ def _kubelet_root(ctx: Context) -> str:
 
 
 def effective_policy(ctx: Context) -> tuple[object, object, str]:
-    """(policy, allowlist, where the policy came from), defaulted as the kubelet does.
+    """The verification policy and allowlist the node's kubelet runs with.
 
-    The values are the KubeletConfiguration's, of whatever type it holds; only
-    :func:`typed_policy` promises strings.
+    Args:
+        ctx: the doctor's context (the KubeletConfiguration's values and the gates).
+
+    Returns:
+        ``(policy, allowlist, where the policy came from)``: a YAML ``null`` is unset (Go
+        decodes it to the zero value) and the policy is defaulted by the kubelet's rule,
+        :func:`credprov.pullmanager.policies.default_policy`. The values are the
+        KubeletConfiguration's, of whatever type it holds; only :func:`typed_policy`
+        promises strings.
     """
-    from credprov.pullmanager.policies import DEFAULT_POLICY
+    from credprov.pullmanager.policies import default_policy
 
     policy_value = ctx.setup.values.get(POLICY)
     allow_value = ctx.setup.values.get(ALLOWLIST)
-    policy: object = policy_value.value if policy_value else ""
-    allowlist: object = allow_value.value if allow_value else []
+    policy: object = (
+        "" if policy_value is None or policy_value.value is None else policy_value.value
+    )
+    allowlist: object = (
+        [] if allow_value is None or allow_value.value is None else allow_value.value
+    )
     source = policy_value.source if policy_value else "default"
-    if ctx.gate(ENSURE_PULLED_GATE) and policy in ("", None):
-        policy, source = DEFAULT_POLICY, "default"
+    if isinstance(policy, str):
+        defaulted = default_policy(policy, ctx.gate(ENSURE_PULLED_GATE))
+        if defaulted != policy:
+            policy, source = defaulted, "default"
     return policy, allowlist, source
 
 
 def typed_policy(ctx: Context) -> tuple[str, list[str], str] | None:
     """:func:`effective_policy` when the policy is a string and the allowlist a list of
-    strings (else None: the kubelet would not start)."""
+    strings, else None (the kubelet would not start)."""
     policy, allowlist, source = effective_policy(ctx)
     if not isinstance(policy, str) or not isinstance(allowlist, list):
         return None
@@ -95,10 +113,31 @@ def typed_policy(ctx: Context) -> tuple[str, list[str], str] | None:
     return policy, [str(entry) for entry in allowlist], source
 
 
-def check_pull_policy(ctx: Context) -> list[Finding]:
-    """``pull-policy.valid``: the policy and allowlist the kubelet validates at start."""
+def policy_errors(ctx: Context, policy: str, allowlist: list[str]) -> list[str]:
+    """The kubelet's start-up errors for these settings
+    (:func:`credprov.pullmanager.policies.validate_policy_config`; empty when valid)."""
     from credprov.pullmanager.policies import validate_policy_config
 
+    return validate_policy_config(policy, allowlist, ctx.gate(ENSURE_PULLED_GATE))
+
+
+def valid_policy(ctx: Context) -> tuple[str, list[str]] | None:
+    """``(policy, allowlist)`` when the kubelet starts with them, else None: the one
+    judgement ``pull-policy.valid`` reports and ``kep2535.preflight`` relies on."""
+    typed = typed_policy(ctx)
+    if typed is None:
+        return None
+    policy, allowlist, _ = typed
+    return None if policy_errors(ctx, policy, allowlist) else (policy, allowlist)
+
+
+def check_pull_policy(ctx: Context) -> list[Finding]:
+    """``pull-policy.valid``: the policy and allowlist the kubelet validates at start.
+
+    Returns:
+        One finding: FAIL when the KubeletConfiguration is unreadable, the fields have the
+        wrong types or the kubelet's validation refuses them; PASS otherwise.
+    """
     if ctx.setup.kubelet_configuration_error is not None:
         return [
             Finding(
@@ -123,7 +162,7 @@ def check_pull_policy(ctx: Context) -> list[Finding]:
         ]
     policy, allowlist, source = typed
     gate = ctx.gate(ENSURE_PULLED_GATE)
-    errors = validate_policy_config(policy, allowlist, gate)
+    errors = policy_errors(ctx, policy, allowlist)
     if errors:
         return [
             Finding(
@@ -176,6 +215,28 @@ def check_pull_records(ctx: Context) -> list[Finding]:
             )
         ]
     scan = reader.scan()
+    findings = _records_problems(scan, reader)
+    if findings:
+        return findings
+    dangling = (
+        f", {len(scan.intents)} pull intent(s) (in flight or left by a restart)"
+        if scan.intents
+        else ""
+    )
+    return [
+        Finding(
+            "pull-records.health",
+            Status.PASS,
+            subject,
+            f"{len(scan.records)} record(s){dangling}; permissions 0700/0600",
+        )
+    ]
+
+
+def _records_problems(scan: RecordsScan, reader: NodePullRecords) -> list[Finding]:
+    """``pull-records.health`` WARNs for a scan: unusable files, loose permissions, more
+    records than the kubelet caches, files left unread (empty when healthy)."""
+    subject = reader.manager_dir
     prune = (
         "prune records of images the node no longer has ('credprov pull-records prune', or "
         "the kubelet's image GC)"
@@ -228,21 +289,7 @@ def check_pull_records(ctx: Context) -> list[Finding]:
                 prune,
             )
         )
-    if findings:
-        return findings
-    dangling = (
-        f", {len(scan.intents)} pull intent(s) (in flight or left by a restart)"
-        if scan.intents
-        else ""
-    )
-    return [
-        Finding(
-            "pull-records.health",
-            Status.PASS,
-            subject,
-            f"{len(scan.records)} record(s){dangling}; permissions 0700/0600",
-        )
-    ]
+    return findings
 
 
 # -- kep2535.preflight ------------------------------------------------------------------------------
@@ -259,21 +306,11 @@ class _Records:
 
     def record(self, image_ref: str) -> ImagePulledRecord | StoreReadError | None:
         """The record of ``image_ref``; the error when its file is unusable."""
-        if image_ref not in self._by_ref:
-            try:
-                self._by_ref[image_ref] = self.reader.get_image_pulled_record(image_ref)
-            except StoreReadError as exc:
-                self._by_ref[image_ref] = exc
-        return self._by_ref[image_ref]
+        return _read_once(self._by_ref, image_ref, self.reader.get_image_pulled_record)
 
     def intent(self, image: str) -> bool | StoreReadError:
         """Whether a pull intent for ``image`` exists; the error when its file is unusable."""
-        if image not in self._intents:
-            try:
-                self._intents[image] = self.reader.image_pull_intent_exists(image)
-            except StoreReadError as exc:
-                self._intents[image] = exc
-        return self._intents[image]
+        return _read_once(self._intents, image, self.reader.image_pull_intent_exists)
 
     def granting(self, key: str) -> ImagePulledRecord | None:
         """The first record that maps ``key`` (for an image whose id the file does not
@@ -284,6 +321,19 @@ class _Records:
                 for mapped in record.credential_mapping:
                     self._by_key.setdefault(mapped, record)
         return self._by_key.get(key)
+
+
+def _read_once(
+    memo: dict[str, _T | StoreReadError], key: str, read: Callable[[str], _T]
+) -> _T | StoreReadError:
+    """``read(key)``, or the StoreReadError it raised, read once per ``key`` (kept in
+    ``memo``)."""
+    if key not in memo:
+        try:
+            memo[key] = read(key)
+        except StoreReadError as exc:
+            memo[key] = exc
+    return memo[key]
 
 
 @dataclass(frozen=True)
@@ -346,8 +396,16 @@ def check_kep2535_preflight(ctx: Context) -> list[Finding]:
     """``kep2535.preflight``: which containers would stop starting (``Never``) or pull again
     (``IfNotPresent``) once the kubelet verifies the pods' credentials.
 
-    (Over 80 lines on purpose: one pass over the node's pods and images, deciding per
-    container as the kubelet's image manager would.)
+    One pass over the node's pods and images (``--objects`` and ``--cri``/``--images``),
+    deciding per container and image volume as the kubelet's image manager would.
+
+    Returns:
+        SKIP without the inputs, with the gate off or an invalid policy; else a FAIL per
+        ``Never`` container that would stop starting (hinting at an allowlist that keeps
+        them running), a WARN per container that would pull again, or one PASS.
+
+    Raises:
+        DoctorUsageError: an unreadable ``--objects``/``--images`` file or ``--cri``.
     """
     if not ctx.options.objects or not (ctx.options.cri or ctx.options.images_file):
         return [
@@ -358,29 +416,12 @@ def check_kep2535_preflight(ctx: Context) -> list[Finding]:
         ]
     if not ctx.gate(ENSURE_PULLED_GATE):
         return [_skip("kep2535.preflight", f"{ENSURE_PULLED_GATE} is off: nothing changes")]
-    from credprov.kubelet.ensure import PULL_ALWAYS, PULL_NEVER, default_pull_policy
-    from credprov.pullmanager.policies import (
-        NEVER_VERIFY_ALLOWLISTED_IMAGES,
-        new_verification_policy,
-        trim_image_tag_digest,
-        validate_allowlist,
-    )
-
     store = load_store(ctx)
     assert store is not None  # --objects was given
-    node_images = NodeImages(load_node_images(ctx))
-    typed = typed_policy(ctx)
-    policy = None
-    if typed is not None:
-        policy_name, allowlist, _ = typed
-        with contextlib.suppress(ValueError):  # AllowlistError too
-            policy = new_verification_policy(policy_name, allowlist)
-    if policy is None:
+    preflight = _Preflight.start(ctx)
+    if preflight is None:
         return [_skip("kep2535.preflight", "the pull policy is invalid (see pull-policy.valid)")]
-    records = _Records(NodePullRecords(ctx.root, _kubelet_root(ctx)))
     node = ctx.node_name
-    findings: list[Finding] = []
-    suggest: dict[str, None] = {}
     counted = 0
     for raw_pod in pods_on_node(store, node):
         spec = raw_pod["spec"]
@@ -389,67 +430,8 @@ def check_kep2535_preflight(ctx: Context) -> list[Finding]:
         pod = _Pod(namespace, pod_name, secrets, pod_service_account(spec))
         for container_name, image, written_policy in pod_images(spec):
             counted += 1
-            pull = str(written_policy or default_pull_policy(image))
-            subject = f"{namespace}/{pod_name}/{container_name}"
-            if pull == PULL_ALWAYS:
-                continue
-            present = node_images.find(image)
-            if present is None:
-                if pull == PULL_NEVER:
-                    findings.append(
-                        Finding(
-                            "kep2535.preflight",
-                            Status.WARN,
-                            subject,
-                            f"{image} is not on the node: ErrImageNeverPull already, with or "
-                            "without KEP-2535",
-                            "preload the image or change imagePullPolicy",
-                        )
-                    )
-                continue
-            try:
-                key = trim_image_tag_digest(image)
-            except InvalidImageError:
-                key = image
-            why = _verified_because(records, policy, policy_name, image, key, present, pod)
-            if why is None:
-                continue
-            if pull == PULL_NEVER:
-                suggestion = _allowlist_entry(image, key, validate_allowlist)
-                if suggestion:
-                    suggest[suggestion] = None
-                findings.append(
-                    Finding(
-                        "kep2535.preflight",
-                        Status.FAIL,
-                        subject,
-                        f"{image} (imagePullPolicy Never): {why}, so the pod stops starting "
-                        "(ErrImageNeverPull)",
-                        "",
-                    )
-                )
-            else:
-                findings.append(
-                    Finding(
-                        "kep2535.preflight",
-                        Status.WARN,
-                        subject,
-                        f"{image} (IfNotPresent): {why}, so the kubelet pulls it again to "
-                        "verify the pod's credentials (the registry must be reachable)",
-                        "give the pod a pull secret that pulled it, or allowlist preloaded images",
-                    )
-                )
-    if suggest:
-        existing = allowlist if policy_name == NEVER_VERIFY_ALLOWLISTED_IMAGES else []
-        entries = list(dict.fromkeys([*existing, *suggest]))
-        hint = (
-            f"imagePullCredentialsVerificationPolicy: {NEVER_VERIFY_ALLOWLISTED_IMAGES} with "
-            f"preloadedImagesVerificationAllowlist: {json.dumps(entries)}"
-        )
-        findings = [
-            Finding(f.id, f.status, f.subject, f.message, hint) if f.status == Status.FAIL else f
-            for f in findings
-        ]
+            preflight.judge(pod, str(container_name), image, written_policy)
+    findings = preflight.with_allowlist_hint()
     if not findings:
         return [
             Finding(
@@ -458,10 +440,123 @@ def check_kep2535_preflight(ctx: Context) -> list[Finding]:
                 node,
                 f"{counted} image(s) of containers and image volumes on node {node!r}: none "
                 "would stop starting or "
-                f"start pulling under {policy_name}",
+                f"start pulling under {preflight.policy_name}",
             )
         ]
     return findings
+
+
+@dataclass
+class _Preflight:
+    """One preflight's inputs and what it found so far (see :meth:`judge`)."""
+
+    policy: VerificationPolicy
+    policy_name: str
+    allowlist: list[str]
+    node_images: NodeImages
+    records: _Records
+    findings: list[Finding] = field(default_factory=list)
+    #: Allowlist entries that would keep the failing ``Never`` containers running.
+    suggest: dict[str, None] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, ctx: Context) -> _Preflight | None:
+        """The preflight over the node's images and records, None when the policy is
+        invalid (the kubelet would not start).
+
+        Raises:
+            DoctorUsageError: an unreadable ``--images`` file or ``--cri`` endpoint.
+        """
+        from credprov.pullmanager.policies import new_verification_policy
+
+        node_images = NodeImages(load_node_images(ctx))  # usage errors first
+        valid = valid_policy(ctx)
+        if valid is None:
+            return None
+        policy_name, allowlist = valid
+        try:
+            policy = new_verification_policy(policy_name, allowlist)
+        except ValueError:  # AllowlistError too
+            return None
+        records = _Records(NodePullRecords(ctx.root, _kubelet_root(ctx)))
+        return cls(policy, policy_name, allowlist, node_images, records)
+
+    def judge(self, pod: _Pod, container: str, image: str, written_policy: object) -> None:
+        """Decide one container or image volume of ``pod``; add a finding when it would
+        stop starting or pull again."""
+        from credprov.kubelet.ensure import PULL_ALWAYS, PULL_NEVER, default_pull_policy
+        from credprov.pullmanager.policies import trim_image_tag_digest, validate_allowlist
+
+        pull = str(written_policy or default_pull_policy(image))
+        subject = f"{pod.namespace}/{pod.name}/{container}"
+        if pull == PULL_ALWAYS:
+            return
+        present = self.node_images.find(image)
+        if present is None:
+            if pull == PULL_NEVER:
+                self.findings.append(
+                    Finding(
+                        "kep2535.preflight",
+                        Status.WARN,
+                        subject,
+                        f"{image} is not on the node: ErrImageNeverPull already, with or "
+                        "without KEP-2535",
+                        "preload the image or change imagePullPolicy",
+                    )
+                )
+            return
+        try:
+            key = trim_image_tag_digest(image)
+        except InvalidImageError:
+            key = image
+        why = _verified_because(
+            self.records, self.policy, self.policy_name, image, key, present, pod
+        )
+        if why is None:
+            return
+        if pull == PULL_NEVER:
+            suggestion = _allowlist_entry(image, key, validate_allowlist)
+            if suggestion:
+                self.suggest[suggestion] = None
+            self.findings.append(
+                Finding(
+                    "kep2535.preflight",
+                    Status.FAIL,
+                    subject,
+                    f"{image} (imagePullPolicy Never): {why}, so the pod stops starting "
+                    "(ErrImageNeverPull)",
+                    "",
+                )
+            )
+        else:
+            self.findings.append(
+                Finding(
+                    "kep2535.preflight",
+                    Status.WARN,
+                    subject,
+                    f"{image} (IfNotPresent): {why}, so the kubelet pulls it again to "
+                    "verify the pod's credentials (the registry must be reachable)",
+                    "give the pod a pull secret that pulled it, or allowlist preloaded images",
+                )
+            )
+
+    def with_allowlist_hint(self) -> list[Finding]:
+        """The findings, each FAIL hinting at the allowlist that keeps every failing
+        ``Never`` container running (the configured entries first)."""
+        from credprov.pullmanager.policies import NEVER_VERIFY_ALLOWLISTED_IMAGES
+
+        if not self.suggest:
+            return list(self.findings)
+        existing = self.allowlist if self.policy_name == NEVER_VERIFY_ALLOWLISTED_IMAGES else []
+        entries = list(dict.fromkeys([*existing, *self.suggest]))
+        hint = (
+            f"imagePullCredentialsVerificationPolicy: {NEVER_VERIFY_ALLOWLISTED_IMAGES} with "
+            f"preloadedImagesVerificationAllowlist: {json.dumps(entries)}"
+        )
+        return [
+            Finding(f.id, f.status, f.subject, f.message, hint) if f.status == Status.FAIL else f
+            for f in self.findings
+        ]
 
 
 def _allowlist_entry(image: str, key: str, validate: Callable[[Iterable[str]], None]) -> str | None:

@@ -10,7 +10,7 @@ failure is a missing ``request-serviceaccounts-token-audience`` grant.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from credprov.api import internal
 from credprov.credentialprovider.images import InvalidImageError, parse_image_name
@@ -19,6 +19,9 @@ from credprov.doctor.cluster import load_store, pod_id, pod_service_account, pod
 from credprov.doctor.context import SA_TOKEN_GATE, Context
 from credprov.doctor.report import Finding, Status
 from credprov.kubelet.podspec import pod_images
+
+if TYPE_CHECKING:
+    from credprov.nodeauth import NodeAPI
 
 __all__ = ["check_kep4412_rbac"]
 
@@ -41,8 +44,17 @@ def _matches(provider: internal.CredentialProvider, spec: Mapping[str, Any]) -> 
 def check_kep4412_rbac(ctx: Context) -> list[Finding]:
     """``kep4412.rbac``: one finding per provider with ``tokenAttributes``.
 
-    (Over 80 lines on purpose: one pass over the providers with tokenAttributes and the
-    pods that would use them.)
+    Each pod on the node whose images the provider matches is asked for as the kubelet
+    would (service-account GET, then a TokenRequest for the provider's audience) through
+    :class:`credprov.nodeauth.NodeAPI`; tokens it mints are registered for redaction.
+
+    Returns:
+        SKIP without ``--objects``, a valid config, such providers or the gate; else per
+        provider FAIL (the first refusal, and how many more), PASS (the pods checked) or
+        SKIP (no pod on the node uses it).
+
+    Raises:
+        DoctorUsageError: an unreadable ``--objects`` file.
     """
     if not ctx.options.objects:
         return [_skip("needs --objects (the cluster's objects)")]
@@ -53,7 +65,6 @@ def check_kep4412_rbac(ctx: Context) -> list[Finding]:
         return [_skip("no provider has tokenAttributes")]
     if not ctx.gate(SA_TOKEN_GATE):
         return [_skip(f"{SA_TOKEN_GATE} is off")]
-    from credprov.credentialprovider.chain import ServiceAccountError, TokenRequest
     from credprov.nodeauth import NodeAPI
 
     store = load_store(ctx)
@@ -61,70 +72,84 @@ def check_kep4412_rbac(ctx: Context) -> list[Finding]:
     node = ctx.node_name
     api = NodeAPI(store, node)
     pods = pods_on_node(store, node)
-    out: list[Finding] = []
-    for provider in providers:
-        attrs = provider.token_attributes
-        assert attrs is not None
-        audience = attrs.service_account_token_audience
-        checked: list[str] = []
-        failures: list[str] = []
-        for pod in pods:
-            spec = pod["spec"]
-            if not _matches(provider, spec):
-                continue
-            namespace, name = pod_id(pod)
-            sa = pod_service_account(spec)
-            if not sa:
-                if attrs.require_service_account:
-                    failures.append(
-                        f"pod {namespace}/{name} has no service account and the provider "
-                        "requires one (the plugin is not run)"
-                    )
-                continue
-            try:
-                info = api.get_service_account(namespace, sa)
-                token = api.create_token(
-                    TokenRequest(
-                        namespace=namespace,
-                        service_account_name=sa,
-                        service_account_uid=info.uid,
-                        audience=audience,
-                        pod_name=name,
-                        pod_uid=pod_uid(pod),
-                    )
+    return [_provider_finding(ctx, api, provider, pods) for provider in providers]
+
+
+def _provider_finding(
+    ctx: Context,
+    api: NodeAPI,
+    provider: internal.CredentialProvider,
+    pods: list[Mapping[str, Any]],
+) -> Finding:
+    """``kep4412.rbac`` for one provider with ``tokenAttributes`` over the node's pods."""
+    attrs = provider.token_attributes
+    assert attrs is not None
+    audience = attrs.service_account_token_audience
+    checked: list[str] = []
+    failures: list[str] = []
+    for pod in pods:
+        spec = pod["spec"]
+        if not _matches(provider, spec):
+            continue
+        namespace, name = pod_id(pod)
+        sa = pod_service_account(spec)
+        if not sa:
+            if attrs.require_service_account:
+                failures.append(
+                    f"pod {namespace}/{name} has no service account and the provider "
+                    "requires one (the plugin is not run)"
                 )
-                ctx.redact_token(token)
-                checked.append(f"{namespace}/{name} ({sa})")
-            except ServiceAccountError as exc:
-                failures.append(f"pod {namespace}/{name} ({sa}): {exc}")
-        if failures:
-            out.append(
-                Finding(
-                    "kep4412.rbac",
-                    Status.FAIL,
-                    provider.name,
-                    f"audience {audience!r}: {failures[0]}"
-                    + (f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""),
-                    "grant the nodes 'request-serviceaccounts-token-audience' on resource "
-                    f"{audience!r} (a ClusterRole bound to group system:nodes), see "
-                    "docs/kep4412.md",
-                )
-            )
-        elif checked:
-            out.append(
-                Finding(
-                    "kep4412.rbac",
-                    Status.PASS,
-                    provider.name,
-                    f"audience {audience!r}: node {node} may request tokens for "
-                    + ", ".join(checked),
-                )
-            )
+            continue
+        failure = _request_token(ctx, api, pod, sa, audience)
+        if failure is None:
+            checked.append(f"{namespace}/{name} ({sa})")
         else:
-            out.append(
-                _skip(
-                    f"no pod on node {node!r} pulls an image this provider matches",
-                    provider.name,
-                )
+            failures.append(failure)
+    if failures:
+        return Finding(
+            "kep4412.rbac",
+            Status.FAIL,
+            provider.name,
+            f"audience {audience!r}: {failures[0]}"
+            + (f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""),
+            "grant the nodes 'request-serviceaccounts-token-audience' on resource "
+            f"{audience!r} (a ClusterRole bound to group system:nodes), see "
+            "docs/kep4412.md",
+        )
+    if checked:
+        return Finding(
+            "kep4412.rbac",
+            Status.PASS,
+            provider.name,
+            f"audience {audience!r}: node {api.node_name} may request tokens for "
+            + ", ".join(checked),
+        )
+    return _skip(
+        f"no pod on node {api.node_name!r} pulls an image this provider matches", provider.name
+    )
+
+
+def _request_token(
+    ctx: Context, api: NodeAPI, pod: Mapping[str, Any], sa: str, audience: str
+) -> str | None:
+    """Ask for ``pod``'s token as its node would: None when granted (the token is
+    registered for redaction), else why not (``pod ns/name (sa): <refusal>``)."""
+    from credprov.credentialprovider.chain import ServiceAccountError, TokenRequest
+
+    namespace, name = pod_id(pod)
+    try:
+        info = api.get_service_account(namespace, sa)
+        token = api.create_token(
+            TokenRequest(
+                namespace=namespace,
+                service_account_name=sa,
+                service_account_uid=info.uid,
+                audience=audience,
+                pod_name=name,
+                pod_uid=pod_uid(pod),
             )
-    return out
+        )
+    except ServiceAccountError as exc:
+        return f"pod {namespace}/{name} ({sa}): {exc}"
+    ctx.redact_token(token)
+    return None

@@ -69,6 +69,8 @@ class PluginDeadline:
     hung: list[str] = field(default_factory=list)
 
     def remaining_ns(self) -> int:
+        """Nanoseconds left of the overall budget: all of it before the first run, never
+        less than 0."""
         if self.started_ns is None:
             return self.total_ns
         return max(0, self.total_ns - (self.clock() - self.started_ns))
@@ -81,6 +83,8 @@ class PluginDeadline:
         return min(per_run_ns, self.remaining_ns())
 
     def spent_reason(self) -> str:
+        """The ``plugin.responds`` skip reason once the budget is spent, naming the plugins
+        that hung until their own deadline."""
         hung = f" (hung: {', '.join(self.hung)})" if self.hung else ""
         return (
             f"not run: the plugins' overall deadline ({format_duration(self.total_ns)}) was "

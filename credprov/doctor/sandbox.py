@@ -144,6 +144,9 @@ class SandboxError(CredprovError):
 
     @classmethod
     def decode(cls, data: bytes) -> SandboxError:
+        """The error a confined child reported through its pipe (``<errno> <step>``, as
+        :meth:`encode` writes it); bytes of another shape become a ``set-up`` error that
+        quotes them."""
         number, _, step = data.decode("utf-8", "replace").partition(" ")
         try:
             return cls(step or "set-up", int(number))

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from credprov._go.fmt import go_quote
+from credprov.errors import NodeAccessError
 from credprov.nodeauth.types import ObjectGetter
 
 __all__ = [
@@ -77,8 +78,12 @@ def status(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return m(m(obj).get("status"))
 
 
-class LookupFailed(Exception):
-    """An object a check needs could not be read: missing (``not_found``) or an error."""
+class LookupFailed(NodeAccessError):
+    """An object a check needs could not be read: missing (``not_found``) or an error.
+
+    Caught inside :mod:`credprov.nodeauth` (it becomes a refusal's reason); a
+    :class:`~credprov.errors.NodeAccessError` like the package's other errors.
+    """
 
     def __init__(self, message: str, *, not_found: bool = False) -> None:
         super().__init__(message)

@@ -541,18 +541,9 @@ class NodeRestriction:
         )
         if found:
             return
-        attrs = Attributes(
-            user=request.user,
-            groups=tuple(request.groups),
-            verb=AUDIENCE_VERB,
-            api_group="",
-            api_version="v1",
-            resource=audience,
-            name=request.name,
-            namespace=request.namespace,
-            resource_request=True,
+        allowed, failure = self._authorize_grant(
+            request, AUDIENCE_VERB, "", "v1", audience, request.name
         )
-        allowed, failure = self._authorize(attrs)
         if allowed:
             return
         q_aud = go_quote(audience)
@@ -579,6 +570,32 @@ class NodeRestriction:
         except Exception as exc:  # an authorizer error refuses, with its text
             return False, str(exc) or type(exc).__name__
         return bool(decision.allowed), ""
+
+    def _authorize_grant(
+        self,
+        request: AdmissionRequest,
+        verb: str,
+        api_group: str,
+        api_version: str,
+        resource: str,
+        name: str,
+    ) -> tuple[bool, str]:
+        """Whether the requesting node holds the RBAC grant ``verb`` on ``resource`` (an
+        audience or a signer) named ``name`` in the request's namespace: ``(allowed, the
+        authorizer's error or "")``, as :meth:`_authorize` answers."""
+        return self._authorize(
+            Attributes(
+                user=request.user,
+                groups=tuple(request.groups),
+                verb=verb,
+                api_group=api_group,
+                api_version=api_version,
+                resource=resource,
+                name=name,
+                namespace=request.namespace,
+                resource_request=True,
+            )
+        )
 
     # -- pod certificate requests --------------------------------------------------------
 
@@ -665,18 +682,9 @@ class NodeRestriction:
         """
         if signer in _pod_certificate_signers(pod):
             return
-        attrs = Attributes(
-            user=request.user,
-            groups=tuple(request.groups),
-            verb=SIGNER_VERB,
-            api_group=CERTIFICATES_GROUP,
-            api_version=request.api_version,
-            resource=signer,
-            name=sa_name,
-            namespace=request.namespace,
-            resource_request=True,
+        allowed, failure = self._authorize_grant(
+            request, SIGNER_VERB, CERTIFICATES_GROUP, request.api_version, signer, sa_name
         )
-        allowed, failure = self._authorize(attrs)
         if allowed:
             return
         q_signer = go_quote(signer)
@@ -711,25 +719,30 @@ class NodeRestriction:
                 request,
                 f"can only access leases in the {go_quote(NODE_LEASE_NAMESPACE)} system namespace",
             )
-        if request.operation == "CREATE":
-            name = _s(_meta(self._typed(request, request.object, "Lease")).get("name"))
-        else:
-            name = request.name
-        if name != node:
-            self._forbid(
-                request, "can only access node lease with the same name as the requesting node"
-            )
+        self._require_own_name(
+            request,
+            node,
+            "node lease",
+            lambda: _s(_meta(self._typed(request, request.object, "Lease")).get("name")),
+        )
 
     def _admit_csinode(self, request: AdmissionRequest, node: str) -> None:
-        if request.operation == "CREATE":
+        def created_name() -> str:
             if not isinstance(request.object, Mapping):
                 self._forbid(request, "unable to access the object name")
-            name = _s(_meta(request.object).get("name"))
-        else:
-            name = request.name
+            return _s(_meta(request.object).get("name"))
+
+        self._require_own_name(request, node, "CSINode", created_name)
+
+    def _require_own_name(
+        self, request: AdmissionRequest, node: str, what: str, created_name: Callable[[], str]
+    ) -> None:
+        """Forbid unless the object is named after the node: its name is the request's, or
+        on CREATE ``created_name()`` (read from the new object)."""
+        name = created_name() if request.operation == "CREATE" else request.name
         if name != node:
             self._forbid(
-                request, "can only access CSINode with the same name as the requesting node"
+                request, f"can only access {what} with the same name as the requesting node"
             )
 
     def _admit_resource_slice(self, request: AdmissionRequest, node: str) -> None:

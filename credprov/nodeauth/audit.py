@@ -33,7 +33,8 @@ Names only: no object content, so no secret value, is ever part of the result.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from credprov.nodeauth import graph as g
@@ -99,17 +100,14 @@ def audit(
         ``podCertificateSigners``, empty with ``PodCertificateRequest`` off) and
         ``clusterWide`` (read requests the static rules allow for every object).
 
-    (Over 80 lines on purpose: one walk of the node's graph edges, building every section of
-    the report in one pass.)
     """
     if graph is None:
         graph = g.Graph.from_store(store)
     gates = dict(feature_gates or {})
     authorizer = NodeAuthorizer(graph, gates)
     user = f"{NODE_USER_PREFIX}{node_name}"
-    readable = graph.readable_by(node_name)
     by_kind: dict[str, list[tuple[g.Vertex, list[g.Vertex]]]] = {}
-    for vertex, via in readable.items():
+    for vertex, via in graph.readable_by(node_name).items():
         by_kind.setdefault(vertex.kind, []).append((vertex, via))
     for entries in by_kind.values():
         entries.sort(key=lambda e: (e[0].namespace, e[0].name))
@@ -118,12 +116,30 @@ def audit(
         "node": node_name,
         "nodeKnown": graph.get_vertex(g.NODE, "", node_name) is not None,
         "nodeExists": store.get("nodes", "", node_name) is not None,
+        "pods": _pods_section(store, by_kind.get(g.POD, [])),
     }
-    pods = []
-    for vertex, _ in by_kind.get(g.POD, ()):
+    for kind, key, resource, namespaced in _SECTIONS:
+        result[key] = [
+            _object_entry(store, resource, namespaced, vertex, via)
+            for vertex, via in by_kind.get(kind, ())
+        ]
+    accounts = _AccountAudit(store, authorizer, user, tuple(groups), gates)
+    result["serviceAccounts"] = [
+        accounts.entry(vertex, via) for vertex, via in by_kind.get(g.SERVICE_ACCOUNT, ())
+    ]
+    result["clusterWide"] = _cluster_wide(authorizer, user, groups)
+    return result
+
+
+def _pods_section(
+    store: ObjectGetter, pods: list[tuple[g.Vertex, list[g.Vertex]]]
+) -> list[dict[str, Any]]:
+    """The report's ``pods``: each bound pod with its service account and mirror flag."""
+    section = []
+    for vertex, _ in pods:
         pod = store.get("pods", vertex.namespace, vertex.name) or _EMPTY
         spec = _m(pod.get("spec"))
-        pods.append(
+        section.append(
             {
                 "namespace": vertex.namespace,
                 "name": vertex.name,
@@ -132,79 +148,82 @@ def audit(
                 in _m(_m(pod.get("metadata")).get("annotations")),
             }
         )
-    result["pods"] = pods
+    return section
 
-    for kind, key, resource, namespaced in _SECTIONS:
-        section: list[dict[str, Any]] = []
-        for vertex, via in by_kind.get(kind, ()):
-            entry: dict[str, Any] = {}
-            if namespaced:
-                entry["namespace"] = vertex.namespace
-            entry["name"] = vertex.name
-            entry["exists"] = store.get(resource, vertex.namespace, vertex.name) is not None
-            entry["via"] = sorted(str(v) for v in via)
-            section.append(entry)
-        result[key] = section
 
-    audience_restriction = gates.get("ServiceAccountNodeAudienceRestriction", True)
-    pod_certificates = gates.get("PodCertificateRequest", False)
-    accounts = []
-    for vertex, via in by_kind.get(g.SERVICE_ACCOUNT, ()):
+def _object_entry(
+    store: ObjectGetter, resource: str, namespaced: bool, vertex: g.Vertex, via: list[g.Vertex]
+) -> dict[str, Any]:
+    """One readable object of a :data:`_SECTIONS` section: where it is, whether it exists
+    and the graph vertices that make it readable."""
+    entry: dict[str, Any] = {}
+    if namespaced:
+        entry["namespace"] = vertex.namespace
+    entry["name"] = vertex.name
+    entry["exists"] = store.get(resource, vertex.namespace, vertex.name) is not None
+    entry["via"] = sorted(str(v) for v in via)
+    return entry
+
+
+@dataclass(frozen=True)
+class _AccountAudit:
+    """What the node may do with each service account it can reach (see :meth:`entry`)."""
+
+    store: _Lister
+    authorizer: NodeAuthorizer
+    user: str
+    groups: tuple[str, ...]
+    gates: Mapping[str, bool]
+
+    def entry(self, vertex: g.Vertex, via: list[g.Vertex]) -> dict[str, Any]:
+        """The report's entry for one service account: may the node GET it, which token
+        audiences and pod-certificate signers it may ask for, and why."""
+        store, namespace, name = self.store, vertex.namespace, vertex.name
         pod_objects = [
             found for v in via if (found := store.get("pods", v.namespace, v.name)) is not None
         ]
-        if audience_restriction:
-            audiences = token_audiences(store, vertex.namespace, vertex.name, pod_objects)
+        if self.gates.get("ServiceAccountNodeAudienceRestriction", True):
             audiences = _merge(
-                audiences,
-                _rbac_grants(store, user, groups, vertex.namespace, vertex.name, AUDIENCE_VERB, ""),
+                token_audiences(store, namespace, name, pod_objects),
+                self._grants(namespace, name, AUDIENCE_VERB, ""),
             )
         else:
             audiences = {"*": ["ServiceAccountNodeAudienceRestriction is off: any audience"]}
-        get = authorizer.authorize(
+        get = self.authorizer.authorize(
             Attributes(
-                user=user,
-                groups=tuple(groups),
+                user=self.user,
+                groups=self.groups,
                 verb="get",
                 resource="serviceaccounts",
-                namespace=vertex.namespace,
-                name=vertex.name,
+                namespace=namespace,
+                name=name,
             )
         )
         signers: dict[str, list[str]] = {}
-        if pod_certificates:
+        if self.gates.get("PodCertificateRequest", False):
             signers = _merge(
-                pod_certificate_signers(vertex.namespace, vertex.name, pod_objects),
-                _rbac_grants(
-                    store,
-                    user,
-                    groups,
-                    vertex.namespace,
-                    vertex.name,
-                    SIGNER_VERB,
-                    "certificates.k8s.io",
-                ),
+                pod_certificate_signers(namespace, name, pod_objects),
+                self._grants(namespace, name, SIGNER_VERB, "certificates.k8s.io"),
             )
-        accounts.append(
-            {
-                "namespace": vertex.namespace,
-                "name": vertex.name,
-                "exists": store.get("serviceaccounts", vertex.namespace, vertex.name) is not None,
-                "get": get.allowed,
-                "pods": sorted(f"{v.namespace}/{v.name}" for v in via),
-                "tokenAudiences": [
-                    {"audience": audience, "via": sorted(set(sources))}
-                    for audience, sources in sorted(audiences.items())
-                ],
-                "podCertificateSigners": [
-                    {"signer": signer, "via": sorted(set(sources))}
-                    for signer, sources in sorted(signers.items())
-                ],
-            }
-        )
-    result["serviceAccounts"] = accounts
-    result["clusterWide"] = _cluster_wide(authorizer, user, groups)
-    return result
+        return {
+            "namespace": namespace,
+            "name": name,
+            "exists": store.get("serviceaccounts", namespace, name) is not None,
+            "get": get.allowed,
+            "pods": sorted(f"{v.namespace}/{v.name}" for v in via),
+            "tokenAudiences": [
+                {"audience": audience, "via": sorted(set(sources))}
+                for audience, sources in sorted(audiences.items())
+            ],
+            "podCertificateSigners": [
+                {"signer": signer, "via": sorted(set(sources))}
+                for signer, sources in sorted(signers.items())
+            ],
+        }
+
+    def _grants(self, namespace: str, name: str, verb: str, api_group: str) -> dict[str, list[str]]:
+        """The RBAC grants of ``verb`` on the account's names (audiences or signers)."""
+        return _rbac_grants(self.store, self.user, self.groups, namespace, name, verb, api_group)
 
 
 def _merge(a: dict[str, list[str]], b: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -225,31 +244,19 @@ def token_audiences(
     ``… CSI driver d``). Pods running as another service account are skipped.
     """
     found: dict[str, list[str]] = {}
-    for pod in pods:
-        meta = _m(pod.get("metadata"))
-        spec = _m(pod.get("spec"))
-        if _str(spec.get("serviceAccountName")) != service_account:
-            continue
-        pod_name = _str(meta.get("name"))
-        where = f"pod {namespace}/{pod_name}"
-        for volume in _list(spec.get("volumes")):
-            volume = _m(volume)
-            volume_name = _str(volume.get("name"))
-            for source in _list(_m(volume.get("projected")).get("sources")):
-                token = _m(source).get("serviceAccountToken")
-                if token is not None:
-                    audience = _str(_m(token).get("audience"))
-                    found.setdefault(audience, []).append(
-                        f"{where} volume {volume_name}: projected token"
-                    )
-            driver = _volume_csi_driver(objects, namespace, pod_name, volume)
-            if driver:
-                csi_driver = objects.get("csidrivers", "", driver) or _EMPTY
-                for request in _list(_m(csi_driver.get("spec")).get("tokenRequests")):
-                    audience = _str(_m(request).get("audience"))
-                    found.setdefault(audience, []).append(
-                        f"{where} volume {volume_name}: CSI driver {driver}"
-                    )
+    for pod_name, volume, sources in _account_volumes(service_account, pods):
+        where = f"pod {namespace}/{pod_name} volume {_str(volume.get('name'))}"
+        for source in sources:
+            token = source.get("serviceAccountToken")
+            if token is not None:
+                audience = _str(_m(token).get("audience"))
+                found.setdefault(audience, []).append(f"{where}: projected token")
+        driver = _volume_csi_driver(objects, namespace, pod_name, volume)
+        if driver:
+            csi_driver = objects.get("csidrivers", "", driver) or _EMPTY
+            for request in _list(_m(csi_driver.get("spec")).get("tokenRequests")):
+                audience = _str(_m(request).get("audience"))
+                found.setdefault(audience, []).append(f"{where}: CSI driver {driver}")
     return found
 
 
@@ -262,21 +269,30 @@ def pod_certificate_signers(
     running as another service account are skipped.
     """
     found: dict[str, list[str]] = {}
+    for pod_name, volume, sources in _account_volumes(service_account, pods):
+        where = f"pod {namespace}/{pod_name} volume {_str(volume.get('name'))}"
+        for source in sources:
+            cert = source.get("podCertificate")
+            if cert is not None:
+                signer = _str(_m(cert).get("signerName"))
+                found.setdefault(signer, []).append(f"{where}: podCertificate")
+    return found
+
+
+def _account_volumes(
+    service_account: str, pods: Iterable[Mapping[str, Any]]
+) -> Iterator[tuple[str, Mapping[str, Any], list[Mapping[str, Any]]]]:
+    """``(pod name, volume, projected sources)`` of every volume of the pods that run as
+    ``service_account`` (fields of the wrong type read as absent)."""
     for pod in pods:
         spec = _m(pod.get("spec"))
         if _str(spec.get("serviceAccountName")) != service_account:
             continue
-        where = f"pod {namespace}/{_str(_m(pod.get('metadata')).get('name'))}"
-        for volume in _list(spec.get("volumes")):
-            volume = _m(volume)
-            for source in _list(_m(volume.get("projected")).get("sources")):
-                cert = _m(source).get("podCertificate")
-                if cert is not None:
-                    signer = _str(_m(cert).get("signerName"))
-                    found.setdefault(signer, []).append(
-                        f"{where} volume {_str(volume.get('name'))}: podCertificate"
-                    )
-    return found
+        pod_name = _str(_m(pod.get("metadata")).get("name"))
+        for raw in _list(spec.get("volumes")):
+            volume = _m(raw)
+            sources = [_m(src) for src in _list(_m(volume.get("projected")).get("sources"))]
+            yield pod_name, volume, sources
 
 
 def _volume_csi_driver(

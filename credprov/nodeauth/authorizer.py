@@ -277,18 +277,19 @@ class NodeAuthorizer:
             for group in rule["apiGroups"]
             for resource in rule["resources"]
         )
-        handlers: dict[tuple[str, str], _Handler] = {
-            ("", "secrets"): self._secret,
-            ("", "configmaps"): self._configmap,
-            ("", "persistentvolumeclaims"): self._pvc,
-            ("", "persistentvolumes"): self._pv,
-            ("resource.k8s.io", "resourceclaims"): self._resource_claim,
-            ("storage.k8s.io", "volumeattachments"): self._volume_attachment,
-            ("", "serviceaccounts"): self._service_account,
-            ("coordination.k8s.io", "leases"): self._lease,
-            ("storage.k8s.io", "csinodes"): self._csinode,
-            ("resource.k8s.io", "resourceslices"): self._resource_slice,
+        by_kind: dict[str, _Handler] = {
+            g.SECRET: self._secret,
+            g.CONFIGMAP: self._configmap,
+            g.PVC: self._pvc,
+            g.PV: self._pv,
+            g.RESOURCE_CLAIM: self._resource_claim,
+            g.VOLUME_ATTACHMENT: self._volume_attachment,
+            g.SERVICE_ACCOUNT: self._service_account,
+            g.RESOURCE_SLICE: self._resource_slice,
         }
+        handlers = {key: by_kind[kind] for key, kind in _GRAPH_KINDS.items() if kind in by_kind}
+        handlers[("coordination.k8s.io", "leases")] = self._lease
+        handlers[("storage.k8s.io", "csinodes")] = self._csinode
         if self._selectors:
             handlers[("", "nodes")] = self._node
             handlers[("", "pods")] = self._pod
@@ -411,18 +412,45 @@ class NodeAuthorizer:
         return _ALLOW
 
     def _resource_slice(self, node_name: str, attrs: Attributes) -> Decision:
+        return self._node_scoped(
+            node_name,
+            attrs,
+            g.RESOURCE_SLICE,
+            related=("get", "update", "patch", "delete"),
+            listing=("watch", "list", "deletecollection"),
+            refusals=(_SLICE_SUB, _SLICE_SELECTOR, _SLICE_VERBS),
+            selector_required=self._selectors,
+        )
+
+    def _node_scoped(
+        self,
+        node_name: str,
+        attrs: Attributes,
+        kind: str,
+        *,
+        related: tuple[str, ...],
+        listing: tuple[str, ...],
+        refusals: tuple[Decision, Decision, Decision],
+        selector_required: bool = True,
+    ) -> Decision:
+        """A resource whose objects each belong to one node (ResourceSlices,
+        PodCertificateRequests): no subresource; ``create`` is left to NodeRestriction (it
+        checks the body); ``related`` verbs need a graph path to the named object;
+        ``listing`` verbs need the ``spec.nodeName`` field selector (when
+        ``selector_required``). ``refusals`` are (subresource, selector, other verb)."""
+        no_subresource, no_selector, other_verb = refusals
         if attrs.subresource:
-            return _SLICE_SUB
+            return no_subresource
         verb = attrs.verb
         if verb == "create":
-            return _ALLOW  # NodeRestriction checks spec.nodeName
-        if verb in ("get", "update", "patch", "delete"):
-            return self._related(node_name, g.RESOURCE_SLICE, attrs)
-        if verb in ("watch", "list", "deletecollection"):
-            if not self._selectors or _selects_node(attrs, _NODE_NAME_FIELD, node_name):
+            return _ALLOW
+        if verb in related:
+            return self._related(node_name, kind, attrs)
+        if verb in listing:
+            if not selector_required or _selects_node(attrs, _NODE_NAME_FIELD, node_name):
                 return _ALLOW
-            return _SLICE_SELECTOR
-        return _SLICE_VERBS
+            return no_selector
+        return other_verb
 
     def _node(self, node_name: str, attrs: Attributes) -> Decision:
         verb = attrs.verb
@@ -466,18 +494,19 @@ class NodeAuthorizer:
         return _NO_OPINION
 
     def _pcr(self, node_name: str, attrs: Attributes) -> Decision:
-        if attrs.subresource:
-            return _PCR_SUB
-        verb = attrs.verb
-        if verb == "create":
-            return _ALLOW  # NodeRestriction checks node, pod and service account
-        if verb == "get":
-            return self._related(node_name, g.POD_CERTIFICATE_REQUEST, attrs)
-        if verb in ("list", "watch"):
-            if _selects_node(attrs, _NODE_NAME_FIELD, node_name):
-                return _ALLOW
-            return _PCR_SELECTOR
-        return _no(f"nodes may not {verb} podcertificaterequests")
+        # create: NodeRestriction checks node, pod and service account.
+        return self._node_scoped(
+            node_name,
+            attrs,
+            g.POD_CERTIFICATE_REQUEST,
+            related=("get",),
+            listing=("list", "watch"),
+            refusals=(
+                _PCR_SUB,
+                _PCR_SELECTOR,
+                _no(f"nodes may not {attrs.verb} podcertificaterequests"),
+            ),
+        )
 
     # -- explanation ----------------------------------------------------------------------
 
@@ -522,19 +551,25 @@ class NodeAuthorizer:
 
     @staticmethod
     def _graph_kind(attrs: Attributes) -> str | None:
-        kinds = {
-            ("", "secrets"): g.SECRET,
-            ("", "configmaps"): g.CONFIGMAP,
-            ("", "persistentvolumeclaims"): g.PVC,
-            ("", "persistentvolumes"): g.PV,
-            ("resource.k8s.io", "resourceclaims"): g.RESOURCE_CLAIM,
-            ("storage.k8s.io", "volumeattachments"): g.VOLUME_ATTACHMENT,
-            ("", "serviceaccounts"): g.SERVICE_ACCOUNT,
-            ("resource.k8s.io", "resourceslices"): g.RESOURCE_SLICE,
-            ("", "pods"): g.POD,
-            ("certificates.k8s.io", "podcertificaterequests"): g.POD_CERTIFICATE_REQUEST,
-        }
-        return kinds.get((attrs.api_group, attrs.resource)) if attrs.name else None
+        """The graph kind of a named object's resource (None: not in the graph, or no name)."""
+        return _GRAPH_KINDS.get((attrs.api_group, attrs.resource)) if attrs.name else None
+
+
+#: (API group, resource) -> the graph's vertex kind for the resources the graph holds.
+_GRAPH_KINDS: Mapping[tuple[str, str], str] = MappingProxyType(
+    {
+        ("", "secrets"): g.SECRET,
+        ("", "configmaps"): g.CONFIGMAP,
+        ("", "persistentvolumeclaims"): g.PVC,
+        ("", "persistentvolumes"): g.PV,
+        ("resource.k8s.io", "resourceclaims"): g.RESOURCE_CLAIM,
+        ("storage.k8s.io", "volumeattachments"): g.VOLUME_ATTACHMENT,
+        ("", "serviceaccounts"): g.SERVICE_ACCOUNT,
+        ("resource.k8s.io", "resourceslices"): g.RESOURCE_SLICE,
+        ("", "pods"): g.POD,
+        ("certificates.k8s.io", "podcertificaterequests"): g.POD_CERTIFICATE_REQUEST,
+    }
+)
 
 
 def _describe(attrs: Attributes) -> str:

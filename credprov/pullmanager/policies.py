@@ -43,6 +43,7 @@ __all__ = [
     "NeverVerifyPolicy",
     "NeverVerifyPreloadedPolicy",
     "VerificationPolicy",
+    "default_policy",
     "new_verification_policy",
     "trim_image_tag_digest",
     "validate_allowlist",
@@ -201,6 +202,20 @@ class AllowlistPolicy:
     def require_credential_verification(self, image: str, image_pulled_by_kubelet: bool) -> bool:
         # An image that cannot be parsed is never exempt: failing safe means verifying.
         return not self.matches(image)
+
+
+def default_policy(policy: str, gate_enabled: bool = True) -> str:
+    """``imagePullCredentialsVerificationPolicy`` as the kubelet defaults it (``defaults.go``).
+
+    Args:
+        policy: the configured value ("" when unset).
+        gate_enabled: the ``KubeletEnsureSecretPulledImages`` feature gate.
+
+    Returns:
+        :data:`DEFAULT_POLICY` for an empty policy with the gate on, else ``policy`` as it is
+        (with the gate off a set policy is left for :func:`validate_policy_config` to refuse).
+    """
+    return DEFAULT_POLICY if gate_enabled and not policy else policy
 
 
 def new_verification_policy(policy: str, allowlist: Iterable[str] = ()) -> VerificationPolicy:

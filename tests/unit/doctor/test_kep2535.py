@@ -122,6 +122,102 @@ def test_default_pull_policy_is_the_kubelets(
         assert "(IfNotPresent)" in findings[0].message
 
 
+# -- the verification policy: the kubelet emulation's defaulting and validation ----------------
+
+#: (name, the KubeletConfiguration's policy lines, gate on). The expected answer is the kubelet
+#: emulation's (:func:`credprov.kubelet.node.validate_policy` over the defaulted policy): the
+#: preflight judges the pods exactly when the emulation accepts the configuration.
+POLICY_CONFIGS = [
+    ("unset, defaulted", "", True),
+    ("explicit empty, defaulted", "imagePullCredentialsVerificationPolicy: ''\n", True),
+    ("null is unset", "imagePullCredentialsVerificationPolicy: null\n", True),
+    ("AlwaysVerify", "imagePullCredentialsVerificationPolicy: AlwaysVerify\n", True),
+    (
+        "allowlisted",
+        "imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\n"
+        "preloadedImagesVerificationAllowlist: [registry-b.example.com/*]\n",
+        True,
+    ),
+    (
+        "null allowlist is unset",
+        "imagePullCredentialsVerificationPolicy: AlwaysVerify\n"
+        "preloadedImagesVerificationAllowlist: null\n",
+        True,
+    ),
+    (
+        "allowlist next to AlwaysVerify",
+        "imagePullCredentialsVerificationPolicy: AlwaysVerify\n"
+        "preloadedImagesVerificationAllowlist: [registry-a.example.com/*]\n",
+        True,
+    ),
+    (
+        "allowlist next to NeverVerify",
+        "imagePullCredentialsVerificationPolicy: NeverVerify\n"
+        "preloadedImagesVerificationAllowlist: [registry-a.example.com/*]\n",
+        True,
+    ),
+    ("unknown policy", "imagePullCredentialsVerificationPolicy: Sometimes\n", True),
+    (
+        "bad allowlist entry",
+        "imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\n"
+        "preloadedImagesVerificationAllowlist: ['registry-a.example.com/team/app:v1']\n",
+        True,
+    ),
+    ("gate off, null policy is unset", "imagePullCredentialsVerificationPolicy: null\n", False),
+]
+
+
+def _emulation_accepts(lines: str, gate: bool) -> bool:
+    """Whether the kubelet emulation starts with these settings: YAML null is unset (Go
+    decodes it to the zero value), the policy is defaulted, then validated."""
+    import yaml
+
+    from credprov.pullmanager.policies import DEFAULT_POLICY, validate_policy_config
+
+    doc = yaml.safe_load(lines) or {}
+    policy = doc.get("imagePullCredentialsVerificationPolicy") or ""
+    allowlist = doc.get("preloadedImagesVerificationAllowlist") or []
+    if gate and not policy:
+        policy = DEFAULT_POLICY
+    return not validate_policy_config(policy, allowlist, gate)
+
+
+@pytest.mark.parametrize(
+    ("name", "lines", "gate"), POLICY_CONFIGS, ids=[c[0] for c in POLICY_CONFIGS]
+)
+def test_pull_policy_answers_as_the_kubelet_emulation(
+    node: Path, tmp_path: Path, name: str, lines: str, gate: bool
+) -> None:
+    """``pull-policy.valid`` passes, and the preflight judges the pods, exactly for the
+    settings the kubelet emulation accepts (it used to judge pods under a policy whose
+    allowlist made the kubelet exit, and to call a YAML ``null`` a type error)."""
+    gates = "" if gate else "featureGates:\n  KubeletEnsureSecretPulledImages: false\n"
+    write(
+        node,
+        "/var/lib/kubelet/config.yaml",
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n" + gates + lines,
+    )
+    images = tmp_path / "images.txt"
+    images.write_text(nodes.APP_IMAGE + "\n")
+    report = _run(
+        node,
+        tmp_path,
+        objects=str(_pods(tmp_path / "objects.json", [{"name": "app", "image": nodes.APP_IMAGE}])),
+        images_file=str(images),
+    )
+    accepts = _emulation_accepts(lines, gate)
+    [valid] = report.by_id("pull-policy.valid")
+    assert (valid.status == Status.PASS) == accepts, valid
+    if gate:
+        preflight = report.by_id("kep2535.preflight")
+        judged = [f for f in preflight if f.status != Status.SKIP]
+        assert bool(judged) == accepts, preflight
+        if not accepts:
+            assert [f.message for f in preflight] == [
+                "the pull policy is invalid (see pull-policy.valid)"
+            ]
+
+
 # -- records read inside the root only -------------------------------------------------------------
 
 

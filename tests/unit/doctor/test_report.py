@@ -220,7 +220,7 @@ def test_doctor_and_plugin_test_share_one_model() -> None:
 def test_usage_errors_are_credprov_errors_that_exit_2(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert DoctorUsageError is UsageError
+    assert issubclass(DoctorUsageError, UsageError)
     assert issubclass(UsageError, CredprovError) and issubclass(UsageError, ValueError)
 
     def run(args: object) -> int:
