@@ -32,6 +32,7 @@ class _SetUpLoggingWhenImported:
         self._spec = spec
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        """The spec of ``logging`` (once; then this finder steps aside), else None."""
         if fullname != "logging":
             return None
         if self in sys.meta_path:

@@ -141,6 +141,7 @@ def _read_token(path: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the conformance checks on the plugin; exit 1 when one fails."""
     from credprov.credentialprovider.plugin.conformance import render_text, run_conformance
 
     binary = resolve_binary(args.binary)

@@ -169,6 +169,7 @@ def _parse_time(value: str) -> dt.datetime:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    """``pull-records list``: records, dangling intents and undecodable files."""
     store = _store(args)
     records, record_errors = store.list_image_pulled_records()
     intents, intent_errors = store.list_image_pull_intents()
@@ -208,6 +209,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
+    """``pull-records show``: one record, by its imageRef."""
     store = _store(args)
     record = store.get_image_pulled_record(args.image_ref)
     if record is None:
@@ -243,6 +245,7 @@ def _keep_refs(args: argparse.Namespace) -> set[str]:
 
 
 def run_prune(args: argparse.Namespace) -> int:
+    """``pull-records prune``: PruneUnknownRecords; exit 1 when a record could not be deleted."""
     from credprov.pullmanager.interfaces import StoreWriteError
 
     keep = _keep_refs(args)
@@ -287,6 +290,7 @@ def run_prune(args: argparse.Namespace) -> int:
 
 
 def run_migrate(args: argparse.Namespace) -> int:
+    """``pull-records migrate``: v1alpha1 files as v1beta1; exit 1 when one stayed stale."""
     from credprov.pullmanager.types import STORAGE_VERSION
 
     store = _store(args)
@@ -338,6 +342,7 @@ def run_migrate(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    """``pull-records verify``: every file decodes strictly; exit 1 if not."""
     from credprov.pullmanager.types import STORAGE_VERSION
 
     store = _store(args)
