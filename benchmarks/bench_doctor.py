@@ -44,8 +44,8 @@ def main() -> int:
         root = nodes.kubeadm_node(Path(tmp) / "node")
         cli = [sys.executable, "-m", "credprov"]
         commands = {
-            "doctor": [*cli, "doctor", "--root", str(root)],
-            "doctor --no-exec": [*cli, "doctor", "--root", str(root), "--no-exec"],
+            "doctor": [*cli, "doctor", "--node-root", str(root)],
+            "doctor --no-exec": [*cli, "doctor", "--node-root", str(root), "--no-exec"],
             "config validate": [
                 *cli,
                 "config",

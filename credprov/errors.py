@@ -5,9 +5,27 @@ Each package's errors derive from :class:`CredprovError` (many also from ``Value
 line meant for the user and never quotes a secret. The CLI catches this root, prints
 ``credprov: error: <message>`` and exits 1 (2 for a :class:`UsageError`); any other
 exception is a bug in credprov and exits 70 ("internal error").
+
+The exit statuses every command uses are named here (``EXIT_*``), once, so the credprov CLI,
+the standalone doctor and the bundle's tools agree on them.
 """
 
 from __future__ import annotations
+
+#: Success (a check that finds nothing wrong, an image that is ready, a request allowed).
+EXIT_OK = 0
+#: The command ran and the answer is "no": a check failed, an image is not ready, an error
+#: the user can act on (:class:`CredprovError`).
+EXIT_FAILURE = 1
+#: The command line (or a file it names) cannot be used: argparse's errors and
+#: :class:`UsageError`.
+EXIT_USAGE = 2
+#: A bug in credprov: an exception outside the error root (BSD's ``EX_SOFTWARE``).
+EXIT_INTERNAL = 70
+#: Interrupted (Ctrl-C): 128 + SIGINT, as a shell reports it.
+EXIT_INTERRUPTED = 130
+#: stdout closed under us (``credprov ... | head``): 128 + SIGPIPE, as a shell reports it.
+EXIT_BROKEN_PIPE = 141
 
 
 class CredprovError(Exception):
@@ -27,7 +45,7 @@ class CredprovError(Exception):
 
 class UsageError(CredprovError, ValueError):
     """The command was asked something it cannot use: an option value or file that does not
-    do (an unreadable ``--objects`` file, a ``--root`` that is not a directory). The one
+    do (an unreadable ``--objects`` file, a ``--root-dir`` that is not a directory). The one
     usage error of the library: the CLI prints it as one line and exits 2, as for the
     argument errors argparse reports. (Also a ``ValueError``, as the doctor's was.)"""
 

@@ -55,6 +55,8 @@ def main(plugins: dict[str, str] | None = None, tools: dict[str, str] | None = N
         name = sys.argv[1]
         sys.argv = [name, *sys.argv[2:]]
     entry = commands.get(name)
+    # Exit statuses 0 and 2 as credprov.errors.EXIT_OK/EXIT_USAGE, spelled out: the warm
+    # path imports nothing before the command.
     if entry is None:
         if len(sys.argv) > 1 and sys.argv[1] == "--list":
             print("\n".join(plugins))

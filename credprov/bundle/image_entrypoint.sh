@@ -5,7 +5,7 @@
 #
 # Arguments (the container's args; the image also has /bin/credprov-install -> this file):
 #   (none) or credprov-install   install (or uninstall), as described here
-#   doctor ARGS...               run the bundle's doctor instead (e.g. doctor --root /host
+#   doctor ARGS...               run the bundle's doctor instead (e.g. doctor --node-root /host
 #                                with the node's / mounted read-only at /host); the same
 #                                program as /bin/doctor, for runtimes that pass args to
 #                                this entrypoint rather than replacing it

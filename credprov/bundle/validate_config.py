@@ -36,6 +36,7 @@ from collections.abc import Sequence
 
 from credprov._go.fmt import go_quote, os_error
 from credprov.base.fileio import read_bounded
+from credprov.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
 
 __all__ = ["PROG", "UnionFiles", "main", "union_files"]
 
@@ -48,10 +49,6 @@ DESCRIPTION = (
     "when not (one line, the kubelet's text), 2 on usage errors."
 )
 _CONFIG_EXTENSIONS = (".json", ".yaml", ".yml")
-
-
-class UsageError(Exception):
-    """A bad command line: exit 2."""
 
 
 class UnionFiles:
@@ -175,9 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         if not str(exc):
             print(f"{USAGE}\n\n{DESCRIPTION}")
-            return 0
+            return EXIT_OK
         _say(f"{exc} ({USAGE})")
-        return 2
+        return EXIT_USAGE
     from credprov.credentialprovider.plugin.config import ConfigError, load_config
 
     try:
@@ -185,19 +182,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         config, digest = load_config(files.path, files=files)
     except UsageError as exc:
         _say(str(exc))
-        return 2
+        return EXIT_USAGE
     except ConfigError as exc:
         _say(str(exc))
-        return 1
+        return EXIT_FAILURE
     except Exception as exc:  # never a traceback; the type only, never a value
         _say(f"unexpected {type(exc).__name__} while reading the config")
-        return 1
+        return EXIT_FAILURE
     if names:
         sys.stdout.write("".join(f"{p.name}\n" for p in config.providers))
     else:
         files_read = sum(1 for n in files.members if os.path.splitext(n)[1] in _CONFIG_EXTENSIONS)
         print(f"valid: {len(config.providers)} provider(s) in {files_read} file(s), hash {digest}")
-    return 0
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -1,25 +1,9 @@
-"""Output helpers shared by the subcommands: JSON and the redaction marker."""
+"""Output helpers shared by the subcommands: the redaction marker. (``-o json`` is written by
+:func:`credprov.cmdoptions.print_json`, shared with the standalone doctor.)"""
 
 from __future__ import annotations
 
-import json
-import sys
-
-TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
-if TYPE_CHECKING:
-    from typing import Any
-
 REDACTED = "<redacted>"
-
-
-def print_json(value: Any) -> None:
-    """``value`` as indented JSON on stdout: exact values, non-ASCII text as is, but no raw
-    terminal control (C1 and bidirectional controls, which the encoder leaves raw, are
-    written as ``\\uXXXX``: :func:`credprov.base.redact.json_terminal_safe`)."""
-    from credprov.base.redact import json_terminal_safe
-
-    document = json.dumps(value, indent=2, ensure_ascii=False)
-    sys.stdout.write(json_terminal_safe(document) + "\n")
 
 
 def secret(value: str, show: bool) -> str:
@@ -27,3 +11,18 @@ def secret(value: str, show: bool) -> str:
     if show or value == "":
         return value
     return REDACTED
+
+
+def write_metrics(path: str, exposition: bytes) -> None:
+    """Write ``--metrics-out`` (the Prometheus text ``exposition``) atomically.
+
+    Raises:
+        credprov.cli.main.CLIError: the file cannot be written (one line).
+    """
+    from credprov.base.fileio import write_atomic
+    from credprov.cli.main import CLIError
+
+    try:
+        write_atomic(path, exposition)
+    except OSError as exc:
+        raise CLIError(f"cannot write {path}: {exc.strerror}") from None

@@ -8,10 +8,13 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-from credprov.cli.main import CLIError, add_common
+from credprov import cmdoptions as opts
+from credprov.cli.main import CLIError
+from credprov.errors import EXIT_OK
 
 
 def add_parser(sub: Any) -> None:
+    """Add ``bundle`` to ``credprov``'s subcommands."""
     p = sub.add_parser(
         "bundle",
         help="build the plugins for nodes without Python (tarball, installer image)",
@@ -24,7 +27,10 @@ def add_parser(sub: Any) -> None:
             "busybox) as an OCI archive for `ctr images import` or `podman load` (without "
             "--out, only the image); --from-tarball makes the image from existing bundles "
             "without rebuilding: one per architecture gives one multi-architecture image, "
-            "each other architecture's busybox and glibc taken from --sysroot ARCH=DIR."
+            "each other architecture's busybox and glibc taken from --sysroot ARCH=DIR. "
+            '-o json prints {"bundles": [{"tarball" (null without --out), "size", '
+            '"unpackedSize", "plugins", "glibc", "cached", "seconds"}], '
+            '"image": {"archive", "reference", "platforms", "size"} or null}.'
         ),
     )
     p.add_argument("plugins", nargs="*", metavar="PLUGIN", help="plugins to bundle (all)")
@@ -63,7 +69,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--image-ref", metavar="REF", help="the image's name (default "
                    "localhost/credprov-plugins-installer:<version>)")  # fmt: skip
     p.add_argument("--keep-dir", action="store_true", help="also leave DIR/credprov-plugins/")
-    add_common(p)
+    opts.add_common(p)
     p.set_defaults(run=run)
 
 
@@ -120,58 +126,97 @@ def _arches(spec: str | None) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from credprov.bundle.build import BundleError, build_bundle, go_arch
+    """Build the bundles and/or the installer image ``args`` ask for."""
+    from credprov.bundle.build import BundleError
 
     _check_usage(args)
     sysroots = _sysroots(args.sysroot)
+    document: dict[str, Any] = {"bundles": [], "image": None}
     try:
-        arches = _arches(args.arch)
-        if args.keep_dir and arches != [go_arch()]:
-            raise CLIError("--keep-dir is for this machine's architecture only")
         with contextlib.ExitStack() as stack:
             if args.from_tarball:
                 tarballs = list(args.from_tarball)
             else:
                 # Without --out the tarball is only a step towards the image.
                 out = args.out or stack.enter_context(_scratch_dir())
-                tarballs = []
-                for arch in arches:
-                    if arch == go_arch():
-                        result = build_bundle(out, args.plugins, keep_dir=args.keep_dir)
-                    else:
-                        from credprov.bundle.cross import build_for_arch, build_root
-
-                        result = build_for_arch(out, arch, args.plugins)
-                        if args.oci_archive:  # that architecture's busybox and glibc
-                            sysroots.setdefault(arch, str(build_root(arch)))
-                    tarballs.append(result.tarball)
-                    how = (
-                        "unchanged sources: copied from the cache"
-                        if result.cached
-                        else f"built in {result.seconds:.1f} s"
-                    )
-                    print(
-                        f"bundle: {result.tarball if args.out else 'built'} "
-                        f"({_mb(result.size)} gzipped, {_mb(result.unpacked_size)} unpacked; "
-                        f"{len(result.plugins)} plugins; needs glibc >= {result.glibc}; {how})"
-                    )
+                tarballs = _build(args, out, sysroots, document)
             if args.oci_archive:
-                from credprov.bundle.oci import write_oci_archive
-
-                image = write_oci_archive(
-                    tarballs,
-                    args.oci_archive,
-                    busybox=args.busybox,
-                    sysroots=sysroots,
-                    reference=args.image_ref,
-                )
-                print(
-                    f"image: {image.archive} ({image.reference}, {', '.join(image.platforms)}, "
-                    f"{_mb(image.size)})"
-                )
-    except BundleError as exc:
+                document["image"] = _image(args, tarballs, sysroots)
+    except BundleError as exc:  # not (yet) under credprov's error root
         raise CLIError(str(exc)) from None
-    return 0
+    if args.output == "json":
+        opts.print_json(document)
+    return EXIT_OK
+
+
+def _build(
+    args: argparse.Namespace, out: str, sysroots: dict[str, str], document: dict[str, Any]
+) -> list[Any]:
+    """Build one bundle per ``--arch`` into ``out``; their tarballs. Each is reported as it
+    is done (a line, or an entry of ``document["bundles"]`` with ``-o json``)."""
+    from credprov.bundle.build import build_bundle, go_arch
+
+    arches = _arches(args.arch)
+    if args.keep_dir and arches != [go_arch()]:
+        raise CLIError("--keep-dir is for this machine's architecture only")
+    tarballs = []
+    for arch in arches:
+        if arch == go_arch():
+            result = build_bundle(out, args.plugins, keep_dir=args.keep_dir)
+        else:
+            from credprov.bundle.cross import build_for_arch, build_root
+
+            result = build_for_arch(out, arch, args.plugins)
+            if args.oci_archive:  # that architecture's busybox and glibc
+                sysroots.setdefault(arch, str(build_root(arch)))
+        tarballs.append(result.tarball)
+        document["bundles"].append(
+            {
+                "tarball": str(result.tarball) if args.out else None,
+                "size": result.size,
+                "unpackedSize": result.unpacked_size,
+                "plugins": list(result.plugins),
+                "glibc": result.glibc,
+                "cached": result.cached,
+                "seconds": round(result.seconds, 3),
+            }
+        )
+        if args.output == "text":
+            how = (
+                "unchanged sources: copied from the cache"
+                if result.cached
+                else f"built in {result.seconds:.1f} s"
+            )
+            print(
+                f"bundle: {result.tarball if args.out else 'built'} "
+                f"({_mb(result.size)} gzipped, {_mb(result.unpacked_size)} unpacked; "
+                f"{len(result.plugins)} plugins; needs glibc >= {result.glibc}; {how})"
+            )
+    return tarballs
+
+
+def _image(args: argparse.Namespace, tarballs: list[Any], sysroots: dict[str, str]) -> Any:
+    """Write the installer image; its ``-o json`` object (the text line is printed)."""
+    from credprov.bundle.oci import write_oci_archive
+
+    image = write_oci_archive(
+        tarballs,
+        args.oci_archive,
+        busybox=args.busybox,
+        sysroots=sysroots,
+        reference=args.image_ref,
+    )
+    if args.output == "text":
+        print(
+            f"image: {image.archive} ({image.reference}, {', '.join(image.platforms)}, "
+            f"{_mb(image.size)})"
+        )
+    return {
+        "archive": str(image.archive),
+        "reference": image.reference,
+        "platforms": list(image.platforms),
+        "size": image.size,
+    }
 
 
 @contextlib.contextmanager

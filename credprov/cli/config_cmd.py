@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from credprov.cli._output import REDACTED, print_json
-from credprov.cli.main import add_common, feature_gates
+from credprov import cmdoptions as opts
+from credprov.cli._output import REDACTED
+from credprov.cli.main import feature_gates
+from credprov.cmdoptions import print_json
+from credprov.errors import EXIT_OK
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
@@ -14,6 +17,7 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: Any) -> None:
+    """Add ``config validate`` to ``credprov``'s subcommands."""
     config = sub.add_parser(
         "config",
         help="work with CredentialProviderConfig files",
@@ -35,11 +39,12 @@ def add_parser(sub: Any) -> None:
     validate.add_argument(
         "path", metavar="PATH", help="config file or directory; '-' reads one from stdin"
     )
-    add_common(validate, output=True, feature_gates=True, go_version=True)
+    opts.add_common(validate, opts.FEATURE_GATES, opts.GO_VERSION)
     validate.set_defaults(run=run_validate)
 
 
 def provider_summary(provider: Any) -> dict[str, Any]:
+    """One provider as ``-o json`` shows it: ``env`` values redacted."""
     from credprov.api.config import provider_to_dict
 
     out = provider_to_dict(provider)
@@ -49,7 +54,7 @@ def provider_summary(provider: Any) -> dict[str, Any]:
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    from credprov.cli.main import one_line
+    """Validate the config as the kubelet does; exit 1 (the kubelet's text) when invalid."""
     from credprov.credentialprovider.plugin.config import ConfigError, load_config
 
     gates = feature_gates(args)
@@ -58,10 +63,7 @@ def run_validate(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         if args.output == "json":
             print_json({"valid": False, "error": str(exc)})
-        print(f"credprov: error: {one_line(str(exc))}", file=sys.stderr)
-        if exc.hint:
-            print(f"credprov: hint: {one_line(exc.hint)}", file=sys.stderr)
-        return 1
+        raise  # printed, with its hint, by the CLI's one error handler: exit 1
     from credprov.credentialprovider.lint import lint_config
 
     providers = [provider_summary(p) for p in config.providers]
@@ -70,7 +72,7 @@ def run_validate(args: argparse.Namespace) -> int:
         print_json(
             {"valid": True, "hash": config_hash, "providers": providers, "warnings": warnings}
         )
-        return 0
+        return EXIT_OK
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"valid: {len(providers)} provider(s), hash {config_hash}")
@@ -87,4 +89,4 @@ def run_validate(args: argparse.Namespace) -> int:
                 f"cacheType {ta['cacheType']}, requireServiceAccount "
                 f"{str(ta['requireServiceAccount']).lower()}"
             )
-    return 0
+    return EXIT_OK

@@ -6,12 +6,15 @@ import argparse
 import sys
 from typing import Any
 
-from credprov.base.fileio import write_atomic
-from credprov.cli._output import print_json, secret
-from credprov.cli.main import add_common, feature_gates
+from credprov import cmdoptions as opts
+from credprov.cli._output import secret, write_metrics
+from credprov.cli.main import CLIError, feature_gates, warn
+from credprov.cmdoptions import one_line, print_json
+from credprov.errors import EXIT_FAILURE, EXIT_OK
 
 
 def add_parser(sub: Any) -> None:
+    """Add ``get-credentials`` to ``credprov``'s subcommands."""
     p = sub.add_parser(
         "get-credentials",
         help="resolve registry credentials for images as the kubelet would",
@@ -30,8 +33,8 @@ def add_parser(sub: Any) -> None:
         ),
     )
     p.add_argument("images", nargs="*", metavar="IMAGE")
-    p.add_argument("--config", required=True, metavar="PATH", help="provider config file or dir")
-    p.add_argument("--bin-dir", required=True, metavar="DIR", help="plugin binary directory")
+    opts.CONFIG.add(p, required=True)
+    opts.BIN_DIR.add(p, required=True)
     p.add_argument(
         "--pull-secret",
         action="append",
@@ -42,45 +45,14 @@ def add_parser(sub: Any) -> None:
         "config.json, which belongs in --node-docker-config) are ignored as the kubelet "
         "ignores them, with a warning",
     )
-    p.add_argument(
-        "--node-docker-config",
-        metavar="FILE",
-        help="the node's docker config.json (or legacy .dockercfg)",
-    )
-    p.add_argument(
-        "--objects",
-        metavar="FILE",
-        help="the cluster's objects (kubectl get -o json/yaml List, or multi-document YAML): "
-        "pods, secrets, service accounts, nodes, RBAC; needs --pod",
-    )
-    p.add_argument(
-        "--pod",
-        metavar="NS/NAME",
-        help="resolve as this pod of --objects would (pull secrets and service-account "
-        "tokens through the Node authorizer and NodeRestriction)",
-    )
-    p.add_argument(
-        "--node",
-        metavar="NAME",
-        help="the node asking (default: the pod's spec.nodeName); another node shows what "
-        "it would be refused",
-    )
+    for option in (opts.NODE_DOCKER_CONFIG, opts.OBJECTS, opts.POD, opts.NODE):
+        option.add(p)
     p.add_argument(
         "--parallel", type=_positive_int, default=1, metavar="N", help="resolve N images at once"
     )
-    p.add_argument(
-        "--plugin-timeout",
-        default="1m",
-        metavar="DURATION",
-        help="plugin deadline, a Go duration (kubelet: 1m)",
-    )
-    p.add_argument(
-        "--show-secrets", action="store_true", help="print passwords instead of <redacted>"
-    )
-    p.add_argument(
-        "--metrics-out", metavar="FILE", help="write the Prometheus text exposition here"
-    )
-    add_common(p, output=True, feature_gates=True, go_version=True)
+    for option in (opts.PLUGIN_TIMEOUT, opts.SHOW_SECRETS, opts.METRICS_OUT):
+        option.add(p)
+    opts.add_common(p, opts.FEATURE_GATES, opts.GO_VERSION)
     p.set_defaults(run=run)
 
 
@@ -102,6 +74,8 @@ def _service_account(p: Any) -> dict[str, str] | None:
 
 
 def resolution_to_dict(res: Any, show_secrets: bool) -> dict[str, Any]:
+    """One image's resolution as its ``-o json`` object (passwords redacted unless
+    ``show_secrets``)."""
     from credprov._go.durations import format_duration
 
     return {
@@ -139,15 +113,10 @@ def resolution_to_dict(res: Any, show_secrets: bool) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from credprov._go.durations import parse_duration
-    from credprov.cli.main import CLIError, one_line, warn
-    from credprov.credentialprovider.keyring import KeyringError
-    from credprov.credentialprovider.objects import ObjectsError, load_pull_secrets
+    """Resolve the images' credentials and print them; exit 1 when one failed."""
+    from credprov.credentialprovider.objects import load_pull_secrets
     from credprov.kubelet.node import node_engine
 
-    timeout = parse_duration(args.plugin_timeout)
-    if timeout <= 0:
-        raise CLIError("--plugin-timeout must be positive")
     gates = feature_gates(args)
     as_pod = _as_pod(args, gates) if (args.objects or args.pod or args.node) else None
     if not args.images and as_pod is None:
@@ -155,19 +124,16 @@ def run(args: argparse.Namespace) -> int:
     images: list[str] = args.images or (as_pod.images if as_pod is not None else [])
     if not images and as_pod is not None:
         raise CLIError(f"pod {as_pod.namespace}/{as_pod.name} has no images: give IMAGE")
-    try:
-        secrets = (
-            as_pod.secrets
-            if as_pod is not None
-            else load_pull_secrets(args.pull_secret, on_ignored=warn)
-        )
-    except ObjectsError as exc:
-        raise CLIError(str(exc)) from None
+    secrets = (
+        as_pod.secrets
+        if as_pod is not None
+        else load_pull_secrets(args.pull_secret, on_ignored=warn)
+    )
     engine = node_engine(
         args.node_docker_config,
         (args.config, args.bin_dir),
         gates,
-        plugin_timeout=timeout,
+        plugin_timeout=args.plugin_timeout,
         as_pod=as_pod,
     )
     providers = engine.providers
@@ -178,10 +144,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"credprov: warning: {warning}", file=sys.stderr)
 
     def resolve(image: str) -> Any:
-        try:
-            return engine.resolve(image, secrets, pod_info)
-        except KeyringError as exc:
-            raise CLIError(str(exc)) from None
+        return engine.resolve(image, secrets, pod_info)
 
     if args.parallel > 1 and len(images) > 1:
         from concurrent.futures import ThreadPoolExecutor
@@ -190,13 +153,8 @@ def run(args: argparse.Namespace) -> int:
             results = list(pool.map(resolve, images))
     else:
         results = [resolve(image) for image in images]
-
     if args.metrics_out:
-        try:
-            write_atomic(args.metrics_out, providers.metrics.exposition())
-        except OSError as exc:
-            raise CLIError(f"cannot write {args.metrics_out}: {exc.strerror}") from None
-
+        write_metrics(args.metrics_out, providers.metrics.exposition())
     failed = any(r.failed for r in results)
     if args.output == "json":
         document: dict[str, Any] = {
@@ -206,14 +164,17 @@ def run(args: argparse.Namespace) -> int:
         if as_pod is not None:
             document.update(as_pod.to_dict())
         print_json(document)
-        return 1 if failed else 0
+    else:
+        _print_text(args, results, as_pod)
+    return EXIT_FAILURE if failed else EXIT_OK
 
+
+def _print_text(args: argparse.Namespace, results: list[Any], as_pod: Any) -> None:
     if as_pod is not None:
         sa = as_pod.service_account_name or "(none)"
         print(
             f"as pod {as_pod.namespace}/{as_pod.name} on node {as_pod.node} (service account {sa})"
         )
-
     for r in results:
         d = resolution_to_dict(r, args.show_secrets)
         header = r.image if r.repo in (None, r.image) else f"{r.image} -> {r.repo}"
@@ -229,35 +190,28 @@ def run(args: argparse.Namespace) -> int:
                 f"source={c['source']}"
             )
         for p in d["providers"]:
-            if not p["matched"]:
-                status = "not matched"
-            elif p["error"]:
-                status = f"error: {one_line(p['error'])}"
-            elif p.get("skipped"):
-                status = f"skipped: {p['skipped']}"
-            else:
-                how = (
-                    "cached"
-                    if p["cached"]
-                    else "executed"
-                    if p["executed"]
-                    else "shared a concurrent run"
-                )
-                status = (
-                    f"{how}, cacheKeyType={p['cacheKeyType']} cacheDuration={p['cacheDuration']}"
-                )
-                sa = p.get("serviceAccount")
-                if sa:
-                    status += f" serviceAccount={sa['namespace']}/{sa['name']} (uid {sa['uid']})"
-            print(f"  provider {p['name']}: {status}")
-    if failed:
+            print(f"  provider {p['name']}: {_provider_status(p)}")
+    if any(r.failed for r in results):
         print("credprov: some images could not be resolved (see above)", file=sys.stderr)
-    return 1 if failed else 0
+
+
+def _provider_status(p: dict[str, Any]) -> str:
+    if not p["matched"]:
+        return "not matched"
+    if p["error"]:
+        return f"error: {one_line(p['error'])}"
+    if p.get("skipped"):
+        return f"skipped: {p['skipped']}"
+    how = "cached" if p["cached"] else "executed" if p["executed"] else "shared a concurrent run"
+    status = f"{how}, cacheKeyType={p['cacheKeyType']} cacheDuration={p['cacheDuration']}"
+    sa = p.get("serviceAccount")
+    if sa:
+        status += f" serviceAccount={sa['namespace']}/{sa['name']} (uid {sa['uid']})"
+    return status
 
 
 def _as_pod(args: argparse.Namespace, gates: Any) -> Any:
     """The ``--objects/--pod/--node`` pod (:class:`credprov.kubelet.aspod.AsPod`)."""
-    from credprov.cli.main import CLIError
     from credprov.kubelet.aspod import load_as_pod
 
     if not args.objects or not args.pod:

@@ -6,7 +6,7 @@ work is :meth:`credprov.kubelet.node.KubeletNode.ensure_pod`.)
 For each image volume (``spec.volumes[].image``) and each init, regular and ephemeral
 container of ``--pod`` (in the order the kubelet pulls them) run ``EnsureImageExists`` (:mod:`credprov.kubelet.ensure`) against a real
 container runtime over CRI, with the ``KubeletEnsureSecretPulledImages`` pull manager
-keeping its records under ``--root/image_manager`` as the kubelet does:
+keeping its records under ``--root-dir/image_manager`` as the kubelet does:
 
 * credentials come from the pod's ``imagePullSecrets`` (looked up by name in the pod's
   namespace among the ``--secrets`` objects), then the node's docker config, then the
@@ -40,7 +40,10 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from credprov.cli.main import CLIError, add_common, feature_gates
+from credprov import cmdoptions as opts
+from credprov.cli._output import write_metrics
+from credprov.cli.main import CLIError, feature_gates
+from credprov.errors import EXIT_FAILURE, EXIT_OK
 
 if TYPE_CHECKING:
     from credprov.kubelet.node import RuntimeFactory
@@ -65,41 +68,28 @@ _KIND_LABEL = {
 }
 
 
+_DESCRIPTION = (
+    "For every image volume and container of POD.yaml (or, with --objects, of the pod "
+    "NS/NAME of that cluster, with pull secrets and KEP-4412 service-account tokens obtained "
+    "as its node would: through the Node authorizer, NodeRestriction and RBAC) decide, as "
+    "the kubelet does with KubeletEnsureSecretPulledImages on, whether its image may be used "
+    "as present, must be pulled (through the CRI runtime at --cri, with the pod's pull "
+    "secrets, the node's docker config and the credential provider plugins) or is refused; "
+    "keep the kubelet's pull records under --root-dir/image_manager; print the events the "
+    "kubelet would record. Exit 0 when every image is ready, 1 otherwise."
+)
+
+
 def add_parser(sub: Any) -> None:
+    """Add ``ensure-image`` to ``credprov``'s subcommands."""
     p = sub.add_parser(
         "ensure-image",
         help="run the kubelet's image path for a pod against a real CRI runtime (KEP-2535)",
-        description=(
-            "For every image volume and container of POD.yaml (or, with --objects, of the pod "
-            "NS/NAME of that "
-            "cluster, with pull secrets and KEP-4412 service-account tokens obtained as its "
-            "node would: through the Node authorizer, NodeRestriction and RBAC) decide, as "
-            "the kubelet does with "
-            "KubeletEnsureSecretPulledImages on, whether its image may be used as present, "
-            "must be pulled (through the CRI runtime at --cri, with the pod's pull secrets, "
-            "the node's docker config and the credential provider plugins) or is refused; "
-            "keep the kubelet's pull records under --root/image_manager; print the events "
-            "the kubelet would record. Exit 0 when every image is ready, 1 otherwise."
-        ),
+        description=_DESCRIPTION,
     )
-    p.add_argument(
-        "--cri",
-        required=True,
-        metavar="unix:///PATH",
-        help="the runtime's CRI endpoint (e.g. unix:///run/containerd/containerd.sock)",
-    )
-    p.add_argument(
-        "--root",
-        required=True,
-        metavar="DIR",
-        help="the kubelet root directory (records in DIR/image_manager); must exist",
-    )
-    p.add_argument(
-        "--pod",
-        required=True,
-        metavar="POD.yaml|NS/NAME",
-        help="one Pod, YAML or JSON; with --objects, NAMESPACE/NAME of a pod in that file",
-    )
+    opts.CRI.add(p, required=True)
+    opts.ROOT_DIR.add(p, required=True)
+    opts.POD.add(p, required=True)
     p.add_argument(
         "--secrets",
         action="append",
@@ -108,21 +98,8 @@ def add_parser(sub: Any) -> None:
         help="Secret objects (or a List) the pod's imagePullSecrets may name; repeatable "
         "(not with --objects)",
     )
-    p.add_argument(
-        "--objects",
-        metavar="FILE",
-        help="the cluster's objects (kubectl get -o yaml/json List, or multi-document YAML): "
-        "run as the pod's node would, reading pull secrets, service accounts and tokens "
-        "through the Node authorizer, NodeRestriction and RBAC (KEP-4412)",
-    )
-    p.add_argument(
-        "--node",
-        metavar="NAME",
-        help="with --objects: the node asking (default: the pod's spec.nodeName)",
-    )
-    p.add_argument("--config", metavar="PATH", help="CredentialProviderConfig file or dir")
-    p.add_argument("--bin-dir", metavar="DIR", help="credential provider plugin directory")
-    p.add_argument("--node-docker-config", metavar="FILE", help="the node's docker config.json")
+    for option in (opts.OBJECTS, opts.NODE, opts.CONFIG, opts.BIN_DIR, opts.NODE_DOCKER_CONFIG):
+        option.add(p)
     p.add_argument(
         "--policy",
         default="NeverVerifyPreloadedImages",
@@ -138,41 +115,17 @@ def add_parser(sub: Any) -> None:
         help="preloadedImagesVerificationAllowlist entry (with NeverVerifyAllowlistedImages); "
         "repeatable",
     )
-    p.add_argument(
-        "--plugin-timeout",
-        default="1m",
-        metavar="DURATION",
-        help="plugin deadline, a Go duration (kubelet: 1m)",
-    )
-    p.add_argument(
-        "--pull-timeout",
-        default="5m",
-        metavar="DURATION",
-        help="deadline of one CRI PullImage, a Go duration (default 5m)",
-    )
+    opts.PLUGIN_TIMEOUT.add(p)
+    opts.PULL_TIMEOUT.add(p)
     p.add_argument(
         "--verify-image-ref",
         action="store_true",
         help="beyond the kubelet: after a pull, record it under the ref ImageStatus reports "
         "if PullImage answered another one (kubernetes#137024)",
     )
-    p.add_argument(
-        "--metrics-out", metavar="FILE", help="write the kubelet_image_manager_* metrics here"
-    )
-    add_common(p, output=True, feature_gates=True, go_version=True)
+    opts.METRICS_OUT.add(p)
+    opts.add_common(p, opts.FEATURE_GATES, opts.GO_VERSION)
     p.set_defaults(run=run)
-
-
-def _duration_seconds(value: str, flag: str) -> float:
-    from credprov._go.durations import DurationError, parse_duration
-
-    try:
-        ns = parse_duration(value)
-    except DurationError as exc:
-        raise CLIError(f"{flag}: {exc}") from None
-    if ns <= 0:
-        raise CLIError(f"{flag} must be positive")
-    return ns / 1e9
 
 
 def run(args: argparse.Namespace) -> int:
@@ -185,57 +138,21 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
     CRI client). Returns the exit status.
 
     Raises:
-        CLIError: bad arguments or files, an unreachable runtime (one line each).
+        credprov.errors.CredprovError: bad arguments or files, an unreachable runtime (one
+            line each).
     """
     from credprov.kubelet import node as node_mod
-    from credprov.kubelet.podspec import (
-        PodSpecError,
-        load_pod,
-        missing_secret_warning,
-        select_pull_secrets,
-    )
+    from credprov.pullmanager.metrics import PullManagerMetrics
 
     node_mod.validate_policy(args.policy, args.allowlist)
     node_mod.parse_cri_endpoint(args.cri)
-    root = node_mod.check_root(args.root)
+    root = node_mod.check_root(args.root_dir)
     if bool(args.config) != bool(args.bin_dir):
         raise CLIError("--config and --bin-dir go together: give both or neither")
-    plugin_timeout = _duration_seconds(args.plugin_timeout, "--plugin-timeout")
-    pull_timeout = _duration_seconds(args.pull_timeout, "--pull-timeout")
-    gates = feature_gates(args)
-    as_pod = None
-    if args.objects:
-        as_pod, pod = _pod_from_objects(args, gates)
-        secrets, missing = list(as_pod.secrets), list(as_pod.missing_secrets)
-    else:
-        if args.node:
-            raise CLIError("--node needs --objects (the cluster the node belongs to)")
-        try:
-            pod = load_pod(args.pod)
-        except PodSpecError as exc:
-            raise CLIError(str(exc)) from None
-    engine = node_mod.node_engine(
-        args.node_docker_config,
-        (args.config, args.bin_dir) if args.config else None,
-        gates,
-        plugin_timeout=int(plugin_timeout * 1e9),
-        as_pod=as_pod,
-    )
-    if as_pod is None:
-        secrets, missing = select_pull_secrets(pod, _load_secrets(args.secrets))
-        warnings = [missing_secret_warning(pod, name) for name in missing]
-    else:
-        warnings = list(as_pod.warnings)
-    # The kubelet's log line for each pull secret it could not retrieve, always; the pod
-    # event (FailedToRetrieveImagePullSecret) only when a pull then fails.
-    for warning in warnings:
-        print(f"credprov: warning: {warning}", file=sys.stderr)
-
-    from credprov.pullmanager.metrics import PullManagerMetrics
-
+    pod, as_pod, engine, secrets, missing = _pod_and_credentials(args)
     metrics = PullManagerMetrics()
     with node_mod.opened_runtime(
-        args.cri, root, runtime_factory, pull_timeout=pull_timeout
+        args.cri, root, runtime_factory, pull_timeout=args.pull_timeout / 1e9
     ) as runtime:
         node = node_mod.KubeletNode(
             node_mod.PullFailuresAsErrors(runtime),
@@ -252,17 +169,10 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
         report = node.ensure_pod(pod, secrets, missing)
         if as_pod is not None:
             _add_as_pod(report, as_pod)
-
     if args.metrics_out:
-        from credprov.base.fileio import write_atomic
-
-        try:
-            write_atomic(args.metrics_out, metrics.exposition())
-        except OSError as exc:
-            raise CLIError(f"cannot write {args.metrics_out}: {exc.strerror}") from None
-
+        write_metrics(args.metrics_out, metrics.exposition())
     if args.output == "json":
-        from credprov.cli._output import print_json
+        from credprov.cmdoptions import print_json
 
         print_json(report)
     else:
@@ -271,17 +181,42 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
         not_ready = sum(1 for c in report["containers"] if not c["ready"])
         total = len(report["containers"])
         print(f"credprov: {not_ready} of {total} images not ready", file=sys.stderr)
-        return 1
-    return 0
+        return EXIT_FAILURE
+    return EXIT_OK
 
 
-def _load_secrets(paths: list[str]) -> list[dict[str, Any]]:
-    from credprov.credentialprovider.objects import ObjectsError, load_pull_secrets
+def _pod_and_credentials(args: argparse.Namespace) -> tuple[Any, Any, Any, Any, Any]:
+    """The pod, the ``--objects`` view of it (or None), the credential engine, the pull
+    secrets and the names of missing ones; prints the kubelet's warning line for each
+    pull secret it could not retrieve (the pod event comes only when a pull then fails)."""
+    from credprov.kubelet import node as node_mod
+    from credprov.kubelet.podspec import load_pod, missing_secret_warning, select_pull_secrets
 
-    try:
-        return load_pull_secrets(paths)
-    except ObjectsError as exc:
-        raise CLIError(str(exc)) from None
+    gates = feature_gates(args)
+    as_pod = None
+    if args.objects:
+        as_pod, pod = _pod_from_objects(args, gates)
+        secrets, missing = list(as_pod.secrets), list(as_pod.missing_secrets)
+        warnings = list(as_pod.warnings)
+    else:
+        if args.node:
+            raise CLIError("--node needs --objects (the cluster the node belongs to)")
+        pod = load_pod(args.pod)
+    engine = node_mod.node_engine(
+        args.node_docker_config,
+        (args.config, args.bin_dir) if args.config else None,
+        gates,
+        plugin_timeout=args.plugin_timeout,
+        as_pod=as_pod,
+    )
+    if as_pod is None:
+        from credprov.credentialprovider.objects import load_pull_secrets
+
+        secrets, missing = select_pull_secrets(pod, load_pull_secrets(args.secrets))
+        warnings = [missing_secret_warning(pod, name) for name in missing]
+    for warning in warnings:
+        print(f"credprov: warning: {warning}", file=sys.stderr)
+    return pod, as_pod, engine, secrets, missing
 
 
 def _pod_from_objects(args: argparse.Namespace, gates: Any) -> tuple[Any, Any]:
@@ -290,7 +225,7 @@ def _pod_from_objects(args: argparse.Namespace, gates: Any) -> tuple[Any, Any]:
     import dataclasses
 
     from credprov.kubelet.aspod import load_as_pod
-    from credprov.kubelet.podspec import PodSpecError, parse_pod
+    from credprov.kubelet.podspec import parse_pod
 
     if args.secrets:
         raise CLIError(
@@ -298,10 +233,7 @@ def _pod_from_objects(args: argparse.Namespace, gates: Any) -> tuple[Any, Any]:
             "read from --objects through the Node authorizer"
         )
     as_pod = load_as_pod(args.objects, args.pod, args.node, gates)
-    try:
-        pod = parse_pod(as_pod.pod, f"pod {as_pod.namespace}/{as_pod.name} in {args.objects}")
-    except PodSpecError as exc:
-        raise CLIError(str(exc)) from None
+    pod = parse_pod(as_pod.pod, f"pod {as_pod.namespace}/{as_pod.name} in {args.objects}")
     # parse_pod defaults a missing name to "default" as ServiceAccount admission would; the
     # objects file is what the API server stored, and the graph reads it as it is.
     pod = dataclasses.replace(
@@ -318,7 +250,7 @@ def _add_as_pod(report: dict[str, Any], as_pod: Any) -> None:
 
 
 def _print_text(report: dict[str, Any]) -> None:
-    from credprov.cli.main import one_line
+    from credprov.cmdoptions import one_line
 
     pod = report["pod"]
     on_node = f" on node {report['node']}" if "node" in report else ""

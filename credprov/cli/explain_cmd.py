@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from credprov.cli._output import print_json
-from credprov.cli.main import add_common, feature_gates
+from credprov import cmdoptions as opts
+from credprov.cli.main import feature_gates
+from credprov.cmdoptions import print_json
+from credprov.errors import EXIT_OK
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
@@ -13,6 +15,7 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: Any) -> None:
+    """Add ``explain`` to ``credprov``'s subcommands."""
     p = sub.add_parser(
         "explain",
         help="show which providers match an image, and why the others don't",
@@ -23,12 +26,13 @@ def add_parser(sub: Any) -> None:
         ),
     )
     p.add_argument("image", metavar="IMAGE")
-    p.add_argument("--config", required=True, metavar="PATH", help="provider config file or dir")
-    add_common(p, output=True, feature_gates=True, go_version=True)
+    opts.CONFIG.add(p, required=True)
+    opts.add_common(p, opts.FEATURE_GATES, opts.GO_VERSION)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    """Explain the match of ``args.image``; the exit status."""
     from credprov.cli.main import CLIError
     from credprov.credentialprovider.images import InvalidImageError, parse_image_name
     from credprov.credentialprovider.matching import explain_match
@@ -56,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.output == "json":
         print_json({"image": args.image, "repo": repo, "providers": providers})
-        return 0
+        return EXIT_OK
     print(f"image {args.image} is requested from plugins as {repo}")
     for prov in providers:
         verdict = "MATCHES" if prov["matched"] else "does not match"
@@ -66,4 +70,4 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {mark} {pat['pattern']}: {pat['reason']}")
     if not any(p["matched"] for p in providers):
         print("no provider matches: the kubelet runs no plugin for this image")
-    return 0
+    return EXIT_OK

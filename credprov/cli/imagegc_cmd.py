@@ -3,7 +3,7 @@
 The kubelet's image GC frees images, then calls the pull manager's ``PruneUnknownRecords``
 with the runtime's image list and a time taken *before* that list was asked for, so a
 record written while GC ran survives. This command does the same against the CRI runtime at
-``--cri`` and the records under ``--root/image_manager``:
+``--cri`` and the records under ``--root-dir/image_manager``:
 
 1. remove each ``--remove IMAGE`` through CRI ``RemoveImage`` (the part of GC that frees
    images; without it only records of images already gone are pruned);
@@ -22,25 +22,29 @@ import datetime as dt
 import sys
 from typing import TYPE_CHECKING, Any
 
-from credprov.cli.main import CLIError, add_common
+from credprov import cmdoptions as opts
+from credprov.cli.main import CLIError
+from credprov.errors import EXIT_FAILURE, EXIT_OK
 
 if TYPE_CHECKING:
     from credprov.kubelet.node import RuntimeFactory
 
 
 def add_parser(sub: Any) -> None:
+    """Add ``image-gc`` to ``credprov``'s subcommands."""
     p = sub.add_parser(
         "image-gc",
         help="prune pull records of images the CRI runtime no longer has (KEP-2535)",
         description=(
             "Remove the --remove images through the CRI runtime at --cri, then delete the "
-            "kubelet's pull records (ROOT/image_manager/pulled) of every image the runtime "
+            "kubelet's pull records (ROOT_DIR/image_manager/pulled) of every image the runtime "
             "no longer has, as the image garbage collector's PruneUnknownRecords hook does. "
-            "Intents are untouched. Exit 1 when an image could not be removed."
+            "Intents are untouched. With --dry-run, remove nothing and prune nothing. Exit 1 when "
+            "an image could not be removed."
         ),
     )
-    p.add_argument("--cri", required=True, metavar="unix:///PATH", help="the CRI endpoint")
-    p.add_argument("--root", required=True, metavar="DIR", help="the kubelet root directory")
+    opts.CRI.add(p, required=True)
+    opts.ROOT_DIR.add(p, required=True)
     p.add_argument(
         "--remove",
         action="append",
@@ -48,8 +52,8 @@ def add_parser(sub: Any) -> None:
         metavar="IMAGE",
         help="remove this image (name or id) from the runtime first; repeatable",
     )
-    p.add_argument("--dry-run", action="store_true", help="remove nothing, prune nothing")
-    add_common(p, output=True)
+    opts.DRY_RUN.add(p)
+    opts.add_common(p)
     p.set_defaults(run=run)
 
 
@@ -63,12 +67,13 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
     CRI client). Returns the exit status.
 
     Raises:
-        CLIError: bad arguments, an unreachable runtime, or an image list that failed.
+        credprov.errors.CredprovError: bad arguments, an unreachable runtime, or an image
+            list that failed.
     """
     from credprov.kubelet import node as node_mod
 
     node_mod.parse_cri_endpoint(args.cri)
-    root = node_mod.check_root(args.root)
+    root = node_mod.check_root(args.root_dir)
     with node_mod.opened_runtime(args.cri, root, runtime_factory) as runtime:
         removed = [] if args.dry_run else [_remove(runtime, image) for image in args.remove]
         report = _prune(runtime, root, args.dry_run, args.remove)
@@ -77,19 +82,19 @@ def execute(args: argparse.Namespace, runtime_factory: RuntimeFactory | None = N
         report["wouldRemove"] = list(args.remove)
     failed = [r for r in removed if r["error"] is not None]
     if args.output == "json":
-        from credprov.cli._output import print_json
+        from credprov.cmdoptions import print_json
 
         print_json(report)
     else:
         _print_text(report)
     if failed:
         print(f"credprov: {len(failed)} image(s) could not be removed", file=sys.stderr)
-        return 1
-    return 0
+        return EXIT_FAILURE
+    return EXIT_OK
 
 
 def _remove(runtime: Any, image: str) -> dict[str, Any]:
-    from credprov.cli.main import one_line
+    from credprov.cmdoptions import one_line
     from credprov.kubelet import node as node_mod
 
     try:
@@ -103,7 +108,7 @@ def _remove(runtime: Any, image: str) -> dict[str, Any]:
 def _prune(runtime: Any, root: str, dry_run: bool, to_remove: list[str]) -> dict[str, Any]:
     """List, prune (unless ``dry_run``: then as if ``to_remove`` were gone) and report
     what went and what stayed."""
-    from credprov.cli.main import one_line
+    from credprov.cmdoptions import one_line
     from credprov.pullmanager.fsstore import FSPullRecordsAccessor
     from credprov.pullmanager.types import record_to_json
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from credprov.cli.main import CLIError, add_common
+from credprov import cmdoptions as opts
+from credprov.cli.main import CLIError
+from credprov.errors import EXIT_FAILURE, EXIT_OK
 
 # API groups of the resources a node deals with, for ``--resource`` without ``--api-group``.
 _DEFAULT_GROUPS = {
@@ -55,9 +57,16 @@ _SHORT_NAMES = {
 _DEFAULT_NODE_GROUPS = ("system:nodes", "system:authenticated")
 # Gates read by the audit besides the authorizer's own.
 _AUDIT_GATES = {"ServiceAccountNodeAudienceRestriction": True}
+_GATES_TEXT = (
+    " --feature-gates are the API server's: AuthorizeNodeWithSelectors, "
+    "KubeletServiceAccountTokenForCredentialProviders, PodCertificateRequest, "
+    "DynamicResourceAllocation, ClusterTrustBundleProjection, "
+    "ServiceAccountNodeAudienceRestriction."
+)
 
 
 def add_parser(sub: Any) -> None:
+    """Add ``nodeauth check|audit`` to ``credprov``'s subcommands."""
     p = sub.add_parser(
         "nodeauth",
         help="the Node authorizer: check a node's request, audit what a node can read",
@@ -67,7 +76,7 @@ def add_parser(sub: Any) -> None:
             "serviceaccounts,... -A -o json). See docs/nodeauth.md."
         ),
     )
-    add_common(p)
+    opts.add_common(p, leaf=False)
     nsub = p.add_subparsers(dest="nodeauth_command", metavar="SUBCOMMAND")
     nsub.required = True
 
@@ -78,10 +87,10 @@ def add_parser(sub: Any) -> None:
             "Print the Node authorizer's decision for one request, its reason (upstream's "
             "text) and the graph path or rule behind it. Exit 0 when allowed, 1 when not "
             "(the authorizer never denies: a refusal is 'no opinion', which RBAC could still "
-            "override)."
+            "override)." + _GATES_TEXT
         ),
     )
-    _objects_arg(check)
+    opts.OBJECTS.add(check, required=True)
     check.add_argument("--user", required=True, help="user name, e.g. system:node:node-a")
     check.add_argument(
         "--group",
@@ -108,8 +117,7 @@ def add_parser(sub: Any) -> None:
     check.add_argument(
         "--field-selector", default="", help="field selector of a list/watch (spec.nodeName=X)"
     )
-    _gates_arg(check)
-    add_common(check, output=True)
+    opts.add_common(check, opts.FEATURE_GATES)
 
     audit = nsub.add_parser(
         "audit",
@@ -117,60 +125,32 @@ def add_parser(sub: Any) -> None:
         description=(
             "List every object the node can read through the Node authorizer, with the pods "
             "or volumes that give it access, the service-account token audiences it may "
-            "request, and what the static system:node rules let any node read."
+            "request, and what the static system:node rules let any node read." + _GATES_TEXT
         ),
     )
-    _objects_arg(audit)
-    audit.add_argument("--node", required=True, help="node name (user system:node:NAME)")
-    _gates_arg(audit)
-    add_common(audit, output=True)
+    opts.OBJECTS.add(audit, required=True)
+    opts.NODE.add(audit, required=True)
+    opts.add_common(audit, opts.FEATURE_GATES)
     p.set_defaults(run=run)
-
-
-def _objects_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--objects",
-        required=True,
-        metavar="FILE",
-        help="kubectl get -o json|yaml output (a List, objects, or YAML documents); - for stdin",
-    )
-
-
-def _gates_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--feature-gates",
-        default="",
-        metavar="Name=bool,...",
-        help="API server feature gates (AuthorizeNodeWithSelectors, "
-        "KubeletServiceAccountTokenForCredentialProviders, PodCertificateRequest, "
-        "DynamicResourceAllocation, ClusterTrustBundleProjection, "
-        "ServiceAccountNodeAudienceRestriction)",
-    )
 
 
 def parse_feature_gates(spec: str) -> dict[str, bool]:
     """``Name=bool,...`` for the API server gates ``nodeauth`` reads.
 
     Raises:
-        CLIError: an unknown gate or a value that is not a bool (component-base's text).
+        credprov.credentialprovider.plugin.config.ConfigError: an unknown gate or a value
+            that is not a bool (component-base's text).
     """
-    from credprov.credentialprovider.plugin.config import ConfigError
     from credprov.credentialprovider.plugin.config import parse_feature_gates as parse_gates
     from credprov.nodeauth.authorizer import FEATURE_GATE_DEFAULTS
 
-    try:
-        return parse_gates(spec, known={**FEATURE_GATE_DEFAULTS, **_AUDIT_GATES})
-    except ConfigError as exc:
-        raise CLIError(str(exc)) from None
+    return parse_gates(spec, known={**FEATURE_GATE_DEFAULTS, **_AUDIT_GATES})
 
 
 def _load(path: str) -> Any:
-    from credprov.nodeauth.store import NodeAuthError, load_objects_file
+    from credprov.nodeauth.store import load_objects_file
 
-    try:
-        return load_objects_file(path)
-    except NodeAuthError as exc:
-        raise CLIError(str(exc)) from None
+    return load_objects_file(path)
 
 
 def _request(args: argparse.Namespace) -> tuple[str, str, str]:
@@ -196,13 +176,14 @@ def _request(args: argparse.Namespace) -> tuple[str, str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``check`` or ``audit``; the exit status."""
     if args.nodeauth_command == "check":
         return _run_check(args)
     return _run_audit(args)
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    from credprov.cli._output import print_json
+    from credprov.cmdoptions import print_json
     from credprov.nodeauth.authorizer import NodeAuthorizer
     from credprov.nodeauth.graph import Graph
     from credprov.nodeauth.types import Attributes
@@ -250,7 +231,7 @@ def _run_check(args: argparse.Namespace) -> int:
     else:
         for line in _check_lines(attrs, explanation):
             print(line)
-    return 0 if decision.allowed else 1
+    return EXIT_OK if decision.allowed else EXIT_FAILURE
 
 
 def _check_lines(attrs: Any, explanation: Any) -> list[str]:
@@ -290,7 +271,7 @@ def _check_lines(attrs: Any, explanation: Any) -> list[str]:
 
 
 def _run_audit(args: argparse.Namespace) -> int:
-    from credprov.cli._output import print_json
+    from credprov.cmdoptions import print_json
     from credprov.nodeauth.audit import audit
 
     gates = parse_feature_gates(args.feature_gates)
@@ -301,7 +282,7 @@ def _run_audit(args: argparse.Namespace) -> int:
     else:
         for line in audit_lines(report):
             print(line)
-    return 0
+    return EXIT_OK
 
 
 def _ref(entry: dict[str, Any]) -> str:

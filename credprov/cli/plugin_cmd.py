@@ -6,11 +6,14 @@ import argparse
 import sys
 from typing import Any
 
-from credprov.cli._output import print_json
-from credprov.cli.main import CLIError, add_common, one_line
+from credprov import cmdoptions as opts
+from credprov.cli.main import CLIError
+from credprov.cmdoptions import one_line, print_json
+from credprov.errors import EXIT_FAILURE, EXIT_OK, UsageError
 
 
 def add_parser(sub: Any) -> None:
+    """Add ``plugin exec|test`` and ``install`` to ``credprov``'s subcommands."""
     plugin = sub.add_parser(
         "plugin",
         help="run or check one credential provider plugin",
@@ -33,27 +36,12 @@ def add_parser(sub: Any) -> None:
         ),
     )
     ex.add_argument("name", metavar="NAME", help="provider name in the config")
-    ex.add_argument(
-        "--config", required=True, metavar="PATH", help="provider config file or directory"
-    )
-    ex.add_argument(
-        "--bin-dir", required=True, metavar="DIR", help="directory of the plugin binaries"
-    )
-    ex.add_argument(
-        "--image", required=True, metavar="IMG", help="the image to ask credentials for"
-    )
-    ex.add_argument(
-        "--plugin-timeout",
-        default="1m",
-        metavar="DURATION",
-        help="deadline for the plugin run (Go duration; the kubelet's is 1m)",
-    )
-    ex.add_argument(
-        "--show-secrets",
-        action="store_true",
-        help="print passwords and the plugin's raw stdout instead of <redacted>",
-    )
-    add_common(ex, output=True, feature_gates=True, go_version=True)
+    opts.CONFIG.add(ex, required=True)
+    opts.BIN_DIR.add(ex, required=True)
+    opts.IMAGE.add(ex, required=True)
+    opts.PLUGIN_TIMEOUT.add(ex)
+    opts.SHOW_SECRETS.add(ex)
+    opts.add_common(ex, opts.FEATURE_GATES, opts.GO_VERSION)
     ex.set_defaults(run=run_exec)
 
     from credprov.cli import plugin_test_cmd
@@ -67,38 +55,39 @@ def add_parser(sub: Any) -> None:
             "Write an executable for each PLUGIN (default: every plugin credprov knows) into "
             "DIR, named as the provider config expects, that starts this environment's "
             "interpreter directly with minimal start-up flags. Idempotent; a file credprov "
-            "did not write is refused unless --force."
+            'did not write is refused unless --force. -o json prints {"binDir": DIR, '
+            '"plugins": [{"name", "path", "status"}]} (status: installed, updated '
+            'or unchanged); with --list, {"plugins": [{"name", "entryPoint"}]}.'
         ),
     )
     inst.add_argument("plugins", nargs="*", metavar="PLUGIN")
-    inst.add_argument("--bin-dir", metavar="DIR", help="the kubelet's plugin bin dir (required)")
+    opts.BIN_DIR.add(inst)
     inst.add_argument("--force", action="store_true", help="replace files credprov did not write")
     inst.add_argument("--list", action="store_true", help="list installable plugins and exit")
-    add_common(inst)
+    opts.add_common(inst)
     inst.set_defaults(run=run_install)
 
 
 def run_exec(args: argparse.Namespace) -> int:
-    from credprov._go.durations import parse_duration
+    """Run one configured provider as the kubelet would and show its answer."""
     from credprov.cli.main import feature_gates
     from credprov.credentialprovider.plugin.probe import probe_provider
 
-    timeout = parse_duration(args.plugin_timeout)
-    if timeout <= 0:
-        raise CLIError("--plugin-timeout must be positive")
+    if len(args.images) != 1:
+        raise UsageError("give one --image: plugin exec sends one request")
     probe = probe_provider(
         args.config,
         args.bin_dir,
         args.name,
-        args.image,
-        timeout_ns=timeout,
+        args.images[0],
+        timeout_ns=args.plugin_timeout,
         feature_gates=feature_gates(args),
         show_secrets=args.show_secrets,
     )
     report, failed, matched, repo = probe.report, probe.failed, probe.matched, probe.repo
     if args.output == "json":
         print_json(report)
-        return 1 if failed else 0
+        return EXIT_FAILURE if failed else EXIT_OK
     print(f"provider {report['provider']}: {' '.join(report['command'])}")
     if report["env"]:
         print(f"  env from config: {', '.join(report['env'])} (values not shown)")
@@ -122,23 +111,31 @@ def run_exec(args: argparse.Namespace) -> int:
             print(f"    {key}: username={a['username']} password={a['password']}{note}")
     if "error" in report:
         print(f"  error: {one_line(report['error'])}")
-    return 1 if failed else 0
+    return EXIT_FAILURE if failed else EXIT_OK
 
 
 def run_install(args: argparse.Namespace) -> int:
-    from credprov.credentialprovider.plugin.install import InstallError, available_plugins, install
+    """Install plugin launchers into ``--bin-dir`` (or list the installable ones)."""
+    from credprov.credentialprovider.plugin.install import available_plugins, install
 
     if args.list:
-        for name, entry in sorted(available_plugins().items()):
+        plugins = sorted(available_plugins().items())
+        if args.output == "json":
+            print_json({"plugins": [{"name": n, "entryPoint": e} for n, e in plugins]})
+        for name, entry in plugins if args.output == "text" else ():
             print(f"{name}\t{entry}")
-        return 0
+        return EXIT_OK
     if not args.bin_dir:
         raise CLIError("--bin-dir is required (the kubelet's --image-credential-provider-bin-dir)")
-    try:
-        results = install(args.bin_dir, args.plugins or None, force=args.force)
-    except InstallError as exc:
-        raise CLIError(str(exc)) from None
-    for r in results:
+    results = install(args.bin_dir, args.plugins or None, force=args.force)
+    if args.output == "json":
+        print_json(
+            {
+                "binDir": args.bin_dir,
+                "plugins": [{"name": r.name, "path": r.path, "status": r.status} for r in results],
+            }
+        )
+    for r in results if args.output == "text" else ():
         print(f"{r.status}: {r.path}")
     sys.stdout.flush()
-    return 0
+    return EXIT_OK

@@ -1,7 +1,7 @@
 """``credprov plugin test``: the conformance harness for any plugin binary.
 
 ``credprov/cli/plugin_cmd.py`` owns the ``plugin`` group and calls :func:`add_test_parser`
-with its subparsers, then adds the common options (``-v``) itself, so this module does not.
+with its subparsers.
 The checks, their rules and the text layout (``render_text``) are in
 :mod:`credprov.credentialprovider.plugin.conformance`.
 """
@@ -14,8 +14,10 @@ import shutil
 import sys
 from typing import Any
 
-from credprov.cli._output import print_json
-from credprov.cli.main import CLIError, add_common
+from credprov import cmdoptions as opts
+from credprov.cli.main import CLIError
+from credprov.cmdoptions import print_json
+from credprov.errors import EXIT_FAILURE, EXIT_OK
 
 
 def add_test_parser(plugin_subparsers: Any) -> argparse.ArgumentParser:
@@ -32,19 +34,12 @@ def add_test_parser(plugin_subparsers: Any) -> argparse.ArgumentParser:
             "kind promptly, with a short stderr that does not leak the request's token. "
             "After the first run that overruns its deadline the plugin is not run again: the "
             "remaining cases are reported as SKIP, naming that overrun. "
-            "Passwords are never printed. Exit 1 when any check fails."
+            "Give at least one --image: there is no sensible default, a plugin serves its "
+            "own registries. Passwords are never printed. Exit 1 when any check fails."
         ),
     )
     p.add_argument("binary", metavar="BINARY", help="the plugin executable (a path or a name)")
-    p.add_argument(
-        "--image",
-        dest="images",
-        action="append",
-        required=True,
-        metavar="IMG",
-        help="an image the plugin should answer for; repeatable, at least one (there is no "
-        "sensible default: a plugin serves its own registries)",
-    )
+    opts.IMAGE.add(p, required=True)
     p.add_argument(
         "--api-version",
         dest="api_versions",
@@ -72,14 +67,7 @@ def add_test_parser(plugin_subparsers: Any) -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="an environment variable for the plugin, as a provider's env; repeatable",
     )
-    p.add_argument(
-        "--timeout",
-        default="1m",
-        type=_duration,
-        metavar="DURATION",
-        help="the plugin deadline, a Go duration (kubelet: 1m); negative cases use at most 10s; "
-        "after the first overrun the remaining cases are skipped",
-    )
+    opts.TIMEOUT.add(p)
     token = p.add_mutually_exclusive_group()
     token.add_argument(
         "--service-account-token",
@@ -103,7 +91,7 @@ def add_test_parser(plugin_subparsers: Any) -> argparse.ArgumentParser:
         help="a service-account annotation sent with the token; repeatable",
     )
     p.set_defaults(run=run)
-    add_common(p, output=True, go_version=True)
+    opts.add_common(p, opts.GO_VERSION)
     return p
 
 
@@ -121,18 +109,6 @@ def _name_value(value: str) -> tuple[str, str]:
     if not sep or not name:
         raise argparse.ArgumentTypeError(f"want NAME=VALUE, got {value!r}")
     return name, val
-
-
-def _duration(value: str) -> int:
-    from credprov._go.durations import DurationError, parse_duration
-
-    try:
-        ns = parse_duration(value)
-    except DurationError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    if ns <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return ns
 
 
 def resolve_binary(binary: str) -> str:
@@ -165,6 +141,7 @@ def _read_token(path: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the conformance checks on the plugin; exit 1 when one fails."""
     from credprov.credentialprovider.plugin.conformance import render_text, run_conformance
 
     binary = resolve_binary(args.binary)
@@ -188,4 +165,4 @@ def run(args: argparse.Namespace) -> int:
         print_json(report.to_dict())
     else:
         sys.stdout.write(render_text(report))
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_FAILURE

@@ -32,17 +32,20 @@ import stat
 import sys
 from typing import Any
 
-from credprov.cli.main import CLIError, add_common
+from credprov import cmdoptions as opts
+from credprov.cli.main import CLIError
+from credprov.errors import EXIT_FAILURE, EXIT_OK
 from credprov.pullmanager.inspect import scan_files
 
 
 def add_parser(sub: Any) -> None:
+    """Add ``pull-records`` and its actions to ``credprov``'s subcommands."""
     p = sub.add_parser(
         "pull-records",
         help="inspect, prune, migrate and verify a kubelet's image pull records (KEP-2535)",
         description=(
             "Work on the ImagePullIntent and ImagePulledRecord files the kubelet keeps under "
-            "ROOT/image_manager (ROOT is the kubelet root, /var/lib/kubelet by default on a "
+            "ROOT_DIR/image_manager (--root-dir, the kubelet root: /var/lib/kubelet on a "
             "node). list/show/verify never write. Stop the kubelet before prune or migrate: "
             "it caches records in memory."
         ),
@@ -51,8 +54,8 @@ def add_parser(sub: Any) -> None:
     actions.required = True
 
     def common(q: argparse.ArgumentParser) -> None:
-        q.add_argument("--root", required=True, metavar="DIR", help="the kubelet root directory")
-        add_common(q, output=True)
+        opts.ROOT_DIR.add(q, required=True)
+        opts.add_common(q)
 
     q = actions.add_parser("list", help="records, dangling intents and undecodable files")
     common(q)
@@ -69,19 +72,25 @@ def add_parser(sub: Any) -> None:
         description=(
             "Delete every record whose imageRef is not kept and whose lastUpdatedTime is "
             "before --before (default: now). Give the runtime's image IDs with --keep or "
-            "--keep-file (e.g. the output of 'crictl images -q'), or --keep-none."
+            "--keep-file (e.g. the output of 'crictl images -q'), or --keep-none. With --dry-run, "
+            "only say what would be deleted."
         ),
     )
     q.add_argument("--keep", action="append", default=[], metavar="REF", nargs="+")
     q.add_argument("--keep-file", metavar="FILE", help="image refs to keep, one per line")
     q.add_argument("--keep-none", action="store_true", help="keep no record (prune them all)")
     q.add_argument("--before", metavar="TIME", help="RFC 3339 time (default: now)")
-    q.add_argument("--dry-run", action="store_true", help="only say what would be deleted")
+    opts.DRY_RUN.add(q)
     common(q)
     q.set_defaults(run=run_prune)
 
-    q = actions.add_parser("migrate", help="rewrite v1alpha1 files as v1beta1")
-    q.add_argument("--dry-run", action="store_true", help="only list the files to migrate")
+    q = actions.add_parser(
+        "migrate",
+        help="rewrite v1alpha1 files as v1beta1",
+        description="Rewrite v1alpha1 files as v1beta1, as the kubelet does at start-up. "
+        "With --dry-run, only list the files to migrate.",
+    )
+    opts.DRY_RUN.add(q)
     common(q)
     q.set_defaults(run=run_migrate)
 
@@ -96,20 +105,20 @@ def add_parser(sub: Any) -> None:
 def _store(args: argparse.Namespace, migrate: bool = False) -> Any:
     from credprov.pullmanager.fsstore import FSPullRecordsAccessor
 
-    root = args.root
+    root = args.root_dir
     try:
         st = os.stat(root)
     except FileNotFoundError:
-        raise CLIError(f"--root {root}: does not exist") from None
+        raise CLIError(f"--root-dir {root}: does not exist") from None
     except PermissionError:
-        raise CLIError(f"--root {root}: permission denied (run as root?)") from None
+        raise CLIError(f"--root-dir {root}: permission denied (run as root?)") from None
     except OSError as exc:
-        raise CLIError(f"--root {root}: {exc.strerror}") from None
+        raise CLIError(f"--root-dir {root}: {exc.strerror}") from None
     if not stat.S_ISDIR(st.st_mode):
-        raise CLIError(f"--root {root}: not a directory")
+        raise CLIError(f"--root-dir {root}: not a directory")
     for path in (root, os.path.join(root, "image_manager")):
         if os.path.isdir(path) and not os.access(path, os.R_OK | os.X_OK):
-            raise CLIError(f"--root {root}: permission denied reading {path} (run as root?)")
+            raise CLIError(f"--root-dir {root}: permission denied reading {path} (run as root?)")
     return FSPullRecordsAccessor(root, migrate=migrate)
 
 
@@ -160,6 +169,7 @@ def _parse_time(value: str) -> dt.datetime:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    """``pull-records list``: records, dangling intents and undecodable files."""
     store = _store(args)
     records, record_errors = store.list_image_pulled_records()
     intents, intent_errors = store.list_image_pull_intents()
@@ -170,17 +180,17 @@ def run_list(args: argparse.Namespace) -> int:
     if _unreadable(errors):
         raise CLIError(_unreadable(errors)[0])
     if args.output == "json":
-        from credprov.cli._output import print_json
+        from credprov.cmdoptions import print_json
 
         print_json(
             {
-                "root": args.root,
+                "root": args.root_dir,
                 "records": [_record_dict(r) for r in records],
                 "intents": sorted(i.image for i in intents),
                 "errors": errors,
             }
         )
-        return 0
+        return EXIT_OK
     print(f"records ({len(records)}) in {store.records_dir}")
     for r in records:
         _print_record(_record_dict(r), "  ")
@@ -195,27 +205,23 @@ def run_list(args: argparse.Namespace) -> int:
         print(f"files that fail to decode ({len(errors)}): the kubelet fails safe on them")
         for message in errors:
             print(f"  {message}")
-    return 0
+    return EXIT_OK
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from credprov.pullmanager.interfaces import StoreReadError
-
+    """``pull-records show``: one record, by its imageRef."""
     store = _store(args)
-    try:
-        record = store.get_image_pulled_record(args.image_ref)
-    except StoreReadError as exc:
-        raise CLIError(str(exc)) from None
+    record = store.get_image_pulled_record(args.image_ref)
     if record is None:
         raise CLIError(f"no pulled record for imageRef {args.image_ref!r}")
     rec = _record_dict(record)
     if args.output == "json":
-        from credprov.cli._output import print_json
+        from credprov.cmdoptions import print_json
 
         print_json(rec)
     else:
         _print_record(rec)
-    return 0
+    return EXIT_OK
 
 
 def _keep_refs(args: argparse.Namespace) -> set[str]:
@@ -239,6 +245,7 @@ def _keep_refs(args: argparse.Namespace) -> set[str]:
 
 
 def run_prune(args: argparse.Namespace) -> int:
+    """``pull-records prune``: PruneUnknownRecords; exit 1 when a record could not be deleted."""
     from credprov.pullmanager.interfaces import StoreWriteError
 
     keep = _keep_refs(args)
@@ -261,7 +268,7 @@ def run_prune(args: argparse.Namespace) -> int:
                 failures.append(str(exc))
     refs = [r.image_ref for r in doomed]
     if args.output == "json":
-        from credprov.cli._output import print_json
+        from credprov.cmdoptions import print_json
 
         print_json(
             {
@@ -279,10 +286,11 @@ def run_prune(args: argparse.Namespace) -> int:
             print(f"  {ref}")
         for message in [*errors, *failures]:
             print(f"  error: {message}", file=sys.stderr)
-    return 1 if failures else 0
+    return EXIT_FAILURE if failures else EXIT_OK
 
 
 def run_migrate(args: argparse.Namespace) -> int:
+    """``pull-records migrate``: v1alpha1 files as v1beta1; exit 1 when one stayed stale."""
     from credprov.pullmanager.types import STORAGE_VERSION
 
     store = _store(args)
@@ -305,7 +313,7 @@ def run_migrate(args: argparse.Namespace) -> int:
         if args.dry_run or getattr(after.get(c.target), "version", None) == STORAGE_VERSION
     ]
     if args.output == "json":
-        from credprov.cli._output import print_json
+        from credprov.cmdoptions import print_json
 
         print_json(
             {
@@ -330,17 +338,18 @@ def run_migrate(args: argparse.Namespace) -> int:
         for message in errors:
             print(f"  warning: {message}", file=sys.stderr)
     # Undecodable files are verify's business; fail only when a stale file stayed stale.
-    return 1 if len(migrated) < len(stale) else 0
+    return EXIT_FAILURE if len(migrated) < len(stale) else EXIT_OK
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    """``pull-records verify``: every file decodes strictly; exit 1 if not."""
     from credprov.pullmanager.types import STORAGE_VERSION
 
     store = _store(args)
     checks = scan_files(store)
     bad = [c for c in checks if c.error is not None]
     if args.output == "json":
-        from credprov.cli._output import print_json
+        from credprov.cmdoptions import print_json
 
         print_json(
             {
@@ -364,4 +373,4 @@ def run_verify(args: argparse.Namespace) -> int:
             print(f"  {c.path}: {c.error}")
         for c in old:
             print(f"  {c.path}: {c.version} (run 'pull-records migrate')")
-    return 1 if bad else 0
+    return EXIT_FAILURE if bad else EXIT_OK

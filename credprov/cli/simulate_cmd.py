@@ -22,7 +22,9 @@ import tempfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from credprov.cli.main import CLIError, add_common
+from credprov import cmdoptions as opts
+from credprov.cli.main import CLIError
+from credprov.errors import EXIT_FAILURE, EXIT_OK
 from credprov.kubelet.node import record_credential_kinds
 
 if TYPE_CHECKING:
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: Any) -> None:
+    """Add ``simulate`` to ``credprov``'s subcommands."""
     p = sub.add_parser(
         "simulate",
         help="replay a scenario of pods asking a node for images (KEP-2535 pull records)",
@@ -38,17 +41,14 @@ def add_parser(sub: Any) -> None:
             "present, a fake registry with access rules, and steps (pods requesting images, "
             "kubelet restarts, image removals, secret rotations). For every pod step print "
             "the kubelet's decision, events and metric labels. Exit 1 when the scenario is "
-            "invalid or a step's 'expect' is not met. See docs/simulate.md."
+            "invalid or a step's 'expect' is not met. The records go under --root-dir (default: a "
+            "new temporary directory, removed afterwards); the path used is printed. See "
+            "docs/simulate.md."
         ),
     )
     p.add_argument("scenario", metavar="SCENARIO.yaml")
-    p.add_argument(
-        "--root",
-        metavar="DIR",
-        help="kubelet root for the records (default: a new temporary directory, removed "
-        "afterwards); the path used is printed",
-    )
-    add_common(p, output=True, go_version=True)
+    opts.ROOT_DIR.add(p)
+    opts.add_common(p, opts.GO_VERSION)
     p.set_defaults(run=run)
 
 
@@ -62,11 +62,12 @@ def _root(scenario: Scenario, override: str | None) -> Iterator[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Replay the scenario and print each step; exit 1 when an expectation is not met."""
     from credprov.kubelet.scenario import load_scenario
     from credprov.kubelet.simulation import Simulation
 
     scenario = load_scenario(args.scenario)
-    with _root(scenario, args.root) as root:
+    with _root(scenario, args.root_dir) as root:
         try:
             sim = Simulation(scenario, root)
         except (ValueError, OSError) as exc:
@@ -75,13 +76,13 @@ def run(args: argparse.Namespace) -> int:
         records, record_errors = sim.records() if scenario.feature_gate else ([], [])
     failed = [r for r in results if r.get("ok") is False]
     if args.output == "json":
-        from credprov.cli._output import print_json
+        from credprov.cmdoptions import print_json
 
         print_json(
             {
                 "scenario": scenario.path,
                 "root": root,
-                "rootTemporary": args.root is None,
+                "rootTemporary": args.root_dir is None,
                 "policy": scenario.policy if scenario.feature_gate else None,
                 "featureGate": scenario.feature_gate,
                 "steps": results,
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         _print_text(scenario, results, records)
-        where = " (a temporary directory, removed afterwards)" if args.root is None else ""
+        where = " (a temporary directory, removed afterwards)" if args.root_dir is None else ""
         print(f"records were written under {root}{where}")
     if failed:
         import sys
@@ -102,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
                 f"credprov: step {r['step']}: expected {r['expect']}, got {r['decision']}",
                 file=sys.stderr,
             )
-        return 1
-    return 0
+        return EXIT_FAILURE
+    return EXIT_OK
 
 
 def _print_text(

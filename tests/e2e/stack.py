@@ -188,7 +188,7 @@ class KubeletCLI:
             "ensure-image",
             "--cri",
             self.endpoint,
-            "--root",
+            "--root-dir",
             str(self.root),
             "--pod",
             str(self.write("pod", pod_obj)),
@@ -204,13 +204,15 @@ class KubeletCLI:
 
     def image_gc(self, *extra: str, in_process: bool = False) -> Outcome:
         """``credprov image-gc -o json`` on this root."""
-        args = ["image-gc", "--cri", self.endpoint, "--root", str(self.root), *extra]
+        args = ["image-gc", "--cri", self.endpoint, "--root-dir", str(self.root), *extra]
         return self.run(args, in_process=in_process, json_output=True)
 
     def pull_records(self) -> dict[str, Any]:
         """``credprov pull-records list -o json``: records, intents and decode errors."""
         outcome = self.run(
-            ["pull-records", "list", "--root", str(self.root)], in_process=True, json_output=True
+            ["pull-records", "list", "--root-dir", str(self.root)],
+            in_process=True,
+            json_output=True,
         )
         assert outcome.code == 0 and outcome.report is not None, str(outcome)
         return outcome.report

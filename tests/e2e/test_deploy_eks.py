@@ -209,7 +209,7 @@ def test_bundled_doctor_finds_no_failing_provider_check(
     checks: dict[str, list[dict[str, Any]]] = {}
     for image in (ECR_IMAGE, PRIVATE_IMAGE):
         proc = subprocess.run(
-            [str(tmp_path / "credprov-plugins" / "doctor"), "--root", str(installed),
+            [str(tmp_path / "credprov-plugins" / "doctor"), "--node-root", str(installed),
              "--image", image, "-o", "json"],
             capture_output=True, text=True, timeout=300, check=False,
             env={"PATH": os.environ["PATH"]},

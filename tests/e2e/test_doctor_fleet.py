@@ -8,11 +8,11 @@ credentials file, KEP-2535 records, and the cluster's objects and images for the
 preflight. Then the same node is judged three ways, README's fleet paths:
 
 * the installer image in a private containerd, as ``kubectl debug node/NAME
-  --profile=sysadmin --image=IMAGE -- doctor --root /host`` runs it: privileged, the node's
+  --profile=sysadmin --image=IMAGE -- doctor --node-root /host`` runs it: privileged, the node's
   ``/`` bind-mounted read-only at ``/host``, ``doctor`` found on the image's ``PATH`` (and
   through the entrypoint, for runtimes that pass ``doctor ...`` as its arguments);
-* ``credprov-plugins/doctor --root ROOT`` from the unpacked tarball on this machine;
-* ``./credprov-plugins/doctor --root /`` on the node itself (under ``chroot``: no Python).
+* ``credprov-plugins/doctor --node-root ROOT`` from the unpacked tarball on this machine;
+* ``./credprov-plugins/doctor --node-root /`` on the node itself (under ``chroot``: no Python).
 
 Each run must find the kubeadm setup, pass every check but the expected skip, get an answer
 from the bundled plugin, print no secret, and leave the root exactly as it was.
@@ -43,10 +43,10 @@ pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 #: README's fleet commands, as run here: the container's command, ``ctr run``'s flags and
 #: the node's ``/`` mount, and the command on the node.
-IMAGE_COMMAND = ("doctor", "--root", "/host")
+IMAGE_COMMAND = ("doctor", "--node-root", "/host")
 RUN_FLAGS = ("--rm", "--privileged")
 HOST_MOUNT = "type=bind,src={src},dst=/host,options=rbind:ro"
-ON_NODE = ("./credprov-plugins/doctor", "--root", "/")
+ON_NODE = ("./credprov-plugins/doctor", "--node-root", "/")
 CONFIG = "/etc/kubernetes/credential-provider-config.yaml"
 STATIC_FILE = "/etc/credprov/static.yaml"
 #: The cluster's objects and the node's images, for the KEP preflight (inside the root).
@@ -193,10 +193,10 @@ def tree_state(root: Path) -> str:
 
 
 def inputs(root: str) -> list[str]:
-    """The doctor's options besides ``--root`` for the planted node seen at ``root``."""
+    """The doctor's options besides ``--node-root`` for the planted node seen at ``root``."""
     where = f"{root.rstrip('/')}{INPUTS}"
     return ["--image", nodes.APP_IMAGE, "--objects", f"{where}/cluster.json",
-            "--images", f"{where}/images.json", "-o", "json"]  # fmt: skip
+            "--node-images", f"{where}/images.json", "-o", "json"]  # fmt: skip
 
 
 def judge(proc: subprocess.CompletedProcess[str], root: str) -> None:
@@ -254,7 +254,7 @@ def test_image_entrypoint_runs_the_doctor_and_refuses_what_it_cannot(
 ) -> None:
     # `doctor ARGS` given to the entrypoint (runtimes that keep the image's entrypoint).
     entry = "/credprov-plugins/image-entrypoint"
-    proc = run_image(containerd, installer_ref, node, entry, "doctor", "--root", "/host",
+    proc = run_image(containerd, installer_ref, node, entry, "doctor", "--node-root", "/host",
                      "--no-exec", "-o", "json")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
@@ -262,7 +262,7 @@ def test_image_entrypoint_runs_the_doctor_and_refuses_what_it_cannot(
     assert {c["id"]: c["status"] for c in doc["checks"]}["plugin.responds"] == "skip"
 
     # No CRI client in the bundle: one line, exit 2, before anything runs.
-    cri = run_image(containerd, installer_ref, node, "doctor", "--root", "/host", "--cri",
+    cri = run_image(containerd, installer_ref, node, "doctor", "--node-root", "/host", "--cri",
                     "unix:///run/containerd/containerd.sock")  # fmt: skip
     assert (cri.returncode, cri.stdout) == (2, "")
     assert cri.stderr == (
@@ -284,20 +284,20 @@ def test_doctor_from_the_unpacked_tarball_on_this_machine(
     doctor = tmp_path / "credprov-plugins" / "doctor"
     assert os.readlink(doctor) == "runtime/credprov-plugins"
     before = tree_state(node)
-    proc = subprocess.run([str(doctor), "--root", str(node), *inputs(str(node))], capture_output=True,
+    proc = subprocess.run([str(doctor), "--node-root", str(node), *inputs(str(node))], capture_output=True,
                           text=True, timeout=120, check=False)  # fmt: skip
     assert tree_state(node) == before
     judge(proc, str(node))
     # `credprov-plugins/runtime/credprov-plugins doctor ARGS` is the same program.
     runtime = tmp_path / "credprov-plugins" / "runtime" / "credprov-plugins"
-    same = subprocess.run([str(runtime), "doctor", "--root", str(node), "--no-exec"],
+    same = subprocess.run([str(runtime), "doctor", "--node-root", str(node), "--no-exec"],
                           capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
     assert same.returncode == 0, same.stderr
     assert same.stdout.startswith("node\n  root: ")
 
 
 def test_doctor_on_the_node_itself_without_python(node: Path) -> None:
-    """README: ``./credprov-plugins/doctor --root /`` where the tarball was unpacked."""
+    """README: ``./credprov-plugins/doctor --node-root /`` where the tarball was unpacked."""
     before = tree_state(node)
     args = shlex.join([*ON_NODE, *inputs("/")])
     proc = chroot(node, ["sh", "-c", f"cd /opt && {args}"])

@@ -1,4 +1,4 @@
-"""``credprov doctor --root`` runs a plugin inside a real distribution root, confined.
+"""``credprov doctor --node-root`` runs a plugin inside a real distribution root, confined.
 
 The node is the Python-less ``debootstrap --variant=minbase`` root (``tests/e2e/noderoot.py``):
 its ``/bin/sh`` is dash, and dash and coreutils are dynamically linked against the root's

@@ -66,7 +66,7 @@ CASES: dict[str, Callable[[str, Path], list[str]]] = {
         "ensure-image",
         "--cri",
         "unix:///nonexistent.sock",
-        "--root",
+        "--root-dir",
         _records_root(t),
         "--pod",
         p,
@@ -83,7 +83,7 @@ CASES: dict[str, Callable[[str, Path], list[str]]] = {
     "keep-file": lambda p, t: [
         "pull-records",
         "prune",
-        "--root",
+        "--root-dir",
         _records_root(t),
         "--keep-file",
         p,

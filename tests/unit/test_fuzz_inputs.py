@@ -216,10 +216,10 @@ def _records(path: Path, tmp: Path) -> list[list[str]]:
     (pulled / cache_filename("sha256:" + "5e" * 32)).write_bytes(path.read_bytes())
     root = str(tmp / "kubelet")
     return [
-        ["pull-records", "verify", "--root", root, "-o", "json"],
-        ["pull-records", "list", "--root", root],
-        ["pull-records", "show", "sha256:" + "5e" * 32, "--root", root, "-o", "json"],
-        ["pull-records", "migrate", "--root", root, "--dry-run"],
+        ["pull-records", "verify", "--root-dir", root, "-o", "json"],
+        ["pull-records", "list", "--root-dir", root],
+        ["pull-records", "show", "sha256:" + "5e" * 32, "--root-dir", root, "-o", "json"],
+        ["pull-records", "migrate", "--root-dir", root, "--dry-run"],
     ]
 
 

@@ -90,10 +90,10 @@ CASES = [
     ("scenario-bigint", ["simulate", "{bigint-scenario.yaml}"], 1),
     ("docker-config-surrogate-json", _get_credentials("--node-docker-config", "{surrogate-docker-config.json}", "-o", "json"), 0),
     ("docker-config-surrogate-text", _get_credentials("--node-docker-config", "{surrogate-docker-config.json}"), 0),
-    ("records-surrogate-verify", ["pull-records", "verify", "--root", "{root}"], 0),
-    ("records-surrogate-list", ["pull-records", "list", "--root", "{root}", "-o", "json"], 0),
-    ("records-surrogate-migrate", ["pull-records", "migrate", "--root", "{root}"], 0),
-    ("records-show-not-utf8", ["pull-records", "show", b"\xff".decode("utf-8", "surrogateescape"), "--root", "{root}"], 1),
+    ("records-surrogate-verify", ["pull-records", "verify", "--root-dir", "{root}"], 0),
+    ("records-surrogate-list", ["pull-records", "list", "--root-dir", "{root}", "-o", "json"], 0),
+    ("records-surrogate-migrate", ["pull-records", "migrate", "--root-dir", "{root}"], 0),
+    ("records-show-not-utf8", ["pull-records", "show", b"\xff".decode("utf-8", "surrogateescape"), "--root-dir", "{root}"], 1),
 ]  # fmt: skip
 
 
@@ -210,7 +210,7 @@ def test_simulate_writes_where_the_command_line_says_and_prints_it(
     code, output = _run(["simulate", str(scenario), "-o", "json"], monkeypatch)
     doc = json.loads(output)
     assert code == 0 and doc["rootTemporary"] is True and not Path(doc["root"]).exists()
-    code, output = _run(["simulate", str(scenario), "--root", str(tmp_path / "k")], monkeypatch)
+    code, output = _run(["simulate", str(scenario), "--root-dir", str(tmp_path / "k")], monkeypatch)
     assert code == 0
     assert output.splitlines()[-1] == f"records were written under {tmp_path / 'k'}"
     assert (tmp_path / "k" / "image_manager" / "pulled").is_dir()

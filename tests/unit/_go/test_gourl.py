@@ -594,7 +594,7 @@ def test_cli_go_version(
         ["explain", "--config", "X", "r.io/a"],
         ["simulate", "X"],
         ["doctor"],
-        ["ensure-image", "--cri", "X", "--root", "X", "--pod", "X"],
+        ["ensure-image", "--cri", "X", "--root-dir", "X", "--pod", "X"],
         ["plugin", "exec", "p", "--config", "X", "--bin-dir", "X", "--image", "r.io/a"],
         ["plugin", "test", "X", "--image", "r.io/a"],
     ],

@@ -130,8 +130,8 @@ def test_multicall_runs_tools_by_name_and_lists_only_plugins(
     from credprov.bundle import _multicall
 
     table = {"static-credential-provider": _multicall.PLUGINS["static-credential-provider"]}
-    for argv in (["/opt/credprov-plugins/doctor", "--root", "/nonexistent/x"],
-                 ["credprov-plugins", "doctor", "--root", "/nonexistent/x"]):  # fmt: skip
+    for argv in (["/opt/credprov-plugins/doctor", "--node-root", "/nonexistent/x"],
+                 ["credprov-plugins", "doctor", "--node-root", "/nonexistent/x"]):  # fmt: skip
         monkeypatch.setattr(sys, "argv", argv)
         assert _multicall.main(table) == 2
         assert capsys.readouterr().err == (

@@ -591,7 +591,7 @@ def test_temporary_names_are_not_followed_through_planted_symlinks(host: Host) -
 
 
 def test_doctor_and_unknown_commands_keep_their_dispatch(host: Host) -> None:
-    doctor = host.run(argv=("doctor", "--root", "/x"))
+    doctor = host.run(argv=("doctor", "--node-root", "/x"))
     assert (doctor.returncode, doctor.stdout) == (0, "doctor\n")  # the runtime, as doctor
     other = host.run(argv=("install",))
     assert other.returncode == 2

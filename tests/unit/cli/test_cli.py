@@ -263,7 +263,6 @@ def test_explain(capsys: pytest.CaptureFixture[str], setup: tuple[Path, Path]) -
         ["get-credentials", "x", "--config", "/nonexistent/c.yaml", "--bin-dir", "/"],
         ["get-credentials", "x", "--config", "c", "--bin-dir", "/nonexistent"],
         ["explain", "x", "--config", "/nonexistent"],
-        ["get-credentials", "x", "--config", "c", "--bin-dir", "/", "--plugin-timeout", "soon"],
         [
             "get-credentials",
             "x",
@@ -280,7 +279,6 @@ def test_explain(capsys: pytest.CaptureFixture[str], setup: tuple[Path, Path]) -
         "missing-config",
         "missing-bin-dir",
         "explain-missing",
-        "bad-timeout",
         "bad-secret",
         "bad-gate",
     ],

@@ -121,7 +121,7 @@ class Node:
             "ensure-image",
             "--cri",
             CRI,
-            "--root",
+            "--root-dir",
             str(self.root),
             "--pod",
             str(pod_file),
@@ -749,7 +749,7 @@ def test_metrics_out(node: Node, capsys: pytest.CaptureFixture[str], tmp_path: P
 def _args(node: Node, **override: str | None) -> list[str]:
     base: dict[str, str | None] = {
         "--cri": CRI,
-        "--root": str(node.root),
+        "--root-dir": str(node.root),
         "--pod": str(node.write("ok-pod.yaml", pod())),
     }
     base.update(override)
@@ -769,7 +769,7 @@ def _args(node: Node, **override: str | None) -> list[str]:
             "--cri /run/containerd/containerd.sock: want unix:///path/to/socket",
         ),
         ({"--cri": "tcp://127.0.0.1:1234"}, [], "--cri tcp://127.0.0.1:1234: want unix:///path"),
-        ({"--root": "{tmp}/missing"}, [], "--root {tmp}/missing: not a directory"),
+        ({"--root-dir": "{tmp}/missing"}, [], "--root {tmp}/missing: not a directory"),
         (
             {"--pod": "{tmp}/missing.yaml"},
             [],
@@ -816,8 +816,6 @@ def _args(node: Node, **override: str | None) -> list[str]:
             ["--policy", "NeverVerifyAllowlistedImages", "--allowlist", "a/*/b"],
             "invalid image pattern in `preloadedImagesVerificationAllowlist`: not a valid wildcard",
         ),
-        ({}, ["--pull-timeout", "soon"], '--pull-timeout: time: invalid duration "soon"'),
-        ({}, ["--plugin-timeout", "0s"], "--plugin-timeout must be positive"),
         (
             {},
             ["--node-docker-config", "{tmp}/bad.yaml"],
@@ -852,9 +850,28 @@ def test_bad_input_is_one_line(
 
 def test_usage_errors_exit_2(node: Node, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
-        main(["ensure-image", "--root", str(node.root)])
+        main(["ensure-image", "--root-dir", str(node.root)])
     assert info.value.code == 2
     assert "--cri" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--pull-timeout", "soon"], 'argument --pull-timeout: time: invalid duration "soon"'),
+        (["--plugin-timeout", "0s"], "argument --plugin-timeout: must be positive"),
+    ],
+)
+def test_bad_durations_are_usage_errors(
+    node: Node, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    """Every duration option parses with the one duration type: exit 2, as argparse's."""
+    with pytest.raises(SystemExit) as info:
+        main([*_args(node), *extra])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err == f"credprov ensure-image: error: {message} (see --help)\n"
+    assert node.opened == []
 
 
 def test_runtime_factory_error_is_one_line(
@@ -996,7 +1013,7 @@ def test_plugin_failure_is_logged_and_other_sources_still_count(
 
 def test_runtime_factory_is_injectable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from credprov.cli import ensure_cmd
-    from credprov.cli.main import build_parser
+    from credprov.cli.parser import build_parser
 
     registry = FakeRegistry(anonymous=["*"])
     registry.add_image(PUBLIC)
@@ -1004,7 +1021,7 @@ def test_runtime_factory_is_injectable(tmp_path: Path, capsys: pytest.CaptureFix
     pod_file = tmp_path / "pod.yaml"
     pod_file.write_text(yaml.safe_dump(pod(image=PUBLIC)))
     args = build_parser().parse_args(
-        ["ensure-image", "--cri", CRI, "--root", str(tmp_path), "--pod", str(pod_file)]
+        ["ensure-image", "--cri", CRI, "--root-dir", str(tmp_path), "--pod", str(pod_file)]
     )
     seen: list[str] = []
 

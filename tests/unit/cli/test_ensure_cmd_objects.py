@@ -77,7 +77,7 @@ class Node:
             [
                 "ensure-image",
                 "--cri", CRI,
-                "--root", str(self.root),
+                "--root-dir", str(self.root),
                 "--config", str(self.config),
                 "--bin-dir", str(self.plugins.bin_dir),
                 *argv,

@@ -61,7 +61,7 @@ class Node:
         monkeypatch.setattr(_kubelet_node, "open_cri_runtime", factory)
 
     def gc(self, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, str]:
-        code = main(["image-gc", "--cri", CRI, "--root", str(self.root), *extra])
+        code = main(["image-gc", "--cri", CRI, "--root-dir", str(self.root), *extra])
         out, err = capsys.readouterr()
         assert "Traceback" not in err and CANARY not in out + err
         return code, out, err
@@ -174,8 +174,8 @@ def test_unreadable_record_is_reported_not_fatal(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--cri", "/run/c.sock", "--root", "{root}"], "--cri /run/c.sock: want unix:///path"),
-        (["--cri", CRI, "--root", "{root}/missing"], "--root {root}/missing: not a directory"),
+        (["--cri", "/run/c.sock", "--root-dir", "{root}"], "--cri /run/c.sock: want unix:///path"),
+        (["--cri", CRI, "--root-dir", "{root}/missing"], "--root {root}/missing: not a directory"),
     ],
 )
 def test_bad_arguments(
@@ -192,9 +192,9 @@ def test_bad_arguments(
 
 def test_runtime_factory_is_injectable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from credprov.cli import imagegc_cmd
-    from credprov.cli.main import build_parser
+    from credprov.cli.parser import build_parser
 
     runtime = FakeRuntime()
-    args = build_parser().parse_args(["image-gc", "--cri", CRI, "--root", str(tmp_path)])
+    args = build_parser().parse_args(["image-gc", "--cri", CRI, "--root-dir", str(tmp_path)])
     assert imagegc_cmd.execute(args, lambda endpoint: runtime) == 0
     assert "pruned 0 record(s), kept 0" in capsys.readouterr().out

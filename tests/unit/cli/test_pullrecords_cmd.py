@@ -99,7 +99,7 @@ def as_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
 
 
 def test_list_json(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = as_json(capsys, "list", "--root", str(root))
+    code, out = as_json(capsys, "list", "--root-dir", str(root))
     assert code == 0
     assert sorted(r["imageRef"] for r in out["records"]) == sorted([SECRET_REF, ANON_REF, SA_REF])
     assert out["intents"] == ["docker.io/testing/test:latest"]
@@ -108,7 +108,7 @@ def test_list_json(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_list_text(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(["pull-records", "list", "--root", str(root)]) == 0
+    assert run(["pull-records", "list", "--root-dir", str(root)]) == 0
     text = capsys.readouterr().out
     assert (
         "docker.io/testing/test: secret default/pull-secret uid=testsecretuid hash=testsecrethash"
@@ -122,37 +122,37 @@ def test_list_text(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_show(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = as_json(capsys, "show", SECRET_REF, "--root", str(root))
+    code, out = as_json(capsys, "show", SECRET_REF, "--root-dir", str(root))
     assert code == 0 and out["imageRef"] == SECRET_REF
     with pytest.raises(CLIError, match="no pulled record for imageRef 'nope'"):
-        run(["pull-records", "show", "nope", "--root", str(root)])
+        run(["pull-records", "show", "nope", "--root-dir", str(root)])
 
 
 def test_verify(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = as_json(capsys, "verify", "--root", str(root))
+    code, out = as_json(capsys, "verify", "--root-dir", str(root))
     assert code == 1 and not out["ok"]
     bad = [f for f in out["files"] if f["error"]]
     assert [Path(f["path"]).name for f in bad] == ["sha256-corrupt"]
     assert len(out["files"]) == 5  # 4 records (incl. corrupt) + 1 intent; .tmp ignored
     (root / "image_manager" / "pulled" / "sha256-corrupt").unlink()
-    code, out = as_json(capsys, "verify", "--root", str(root))
+    code, out = as_json(capsys, "verify", "--root-dir", str(root))
     assert code == 0 and out["ok"]
 
 
 def test_verify_wrong_file_name(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pulled = root / "image_manager" / "pulled"
     (pulled / cache_filename(SA_REF)).rename(pulled / "sha256-elsewhere")
-    code, out = as_json(capsys, "verify", "--root", str(root))
+    code, out = as_json(capsys, "verify", "--root-dir", str(root))
     assert code == 1
     assert any("file name does not match its imageRef" in (f["error"] or "") for f in out["files"])
 
 
 def test_migrate(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = as_json(capsys, "migrate", "--root", str(root), "--dry-run")
+    code, out = as_json(capsys, "migrate", "--root-dir", str(root), "--dry-run")
     assert code == 0 and [Path(p).name for p in out["migrated"]] == [cache_filename(ANON_REF)]
     path = root / "image_manager" / "pulled" / cache_filename(ANON_REF)
     assert V1A1 in path.read_text()
-    code, out = as_json(capsys, "migrate", "--root", str(root))
+    code, out = as_json(capsys, "migrate", "--root-dir", str(root))
     assert code == 0 and len(out["migrated"]) == 1
     assert path.read_text() == record(
         ANON_REF,
@@ -163,7 +163,14 @@ def test_migrate(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_prune(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = as_json(
-        capsys, "prune", "--root", str(root), "--keep", SA_REF, "--before", "2025-01-01T00:00:00Z"
+        capsys,
+        "prune",
+        "--root-dir",
+        str(root),
+        "--keep",
+        SA_REF,
+        "--before",
+        "2025-01-01T00:00:00Z",
     )
     # Only the old, unkept record goes; the newer anonymous one and the kept one stay.
     assert code == 0 and out["pruned"] == [SECRET_REF]
@@ -181,24 +188,26 @@ def test_prune_keep_file_and_dry_run(
 ) -> None:
     keep = tmp_path / "keep.txt"
     keep.write_text(f"{SA_REF}\n\n")
-    code, out = as_json(capsys, "prune", "--root", str(root), "--keep-file", str(keep), "--dry-run")
+    code, out = as_json(
+        capsys, "prune", "--root-dir", str(root), "--keep-file", str(keep), "--dry-run"
+    )
     assert code == 0 and out["pruned"] == [SECRET_REF]
     assert (root / "image_manager" / "pulled" / cache_filename(SECRET_REF)).exists()
 
 
 def test_prune_requires_keep(root: Path) -> None:
     with pytest.raises(CLIError, match="--keep-none"):
-        run(["pull-records", "prune", "--root", str(root)])
+        run(["pull-records", "prune", "--root-dir", str(root)])
     with pytest.raises(CLIError, match="not an RFC 3339 time"):
-        run(["pull-records", "prune", "--root", str(root), "--keep-none", "--before", "soon"])
+        run(["pull-records", "prune", "--root-dir", str(root), "--keep-none", "--before", "soon"])
 
 
 def test_missing_root(tmp_path: Path) -> None:
     with pytest.raises(CLIError, match=r"nope: does not exist$"):
-        run(["pull-records", "list", "--root", str(tmp_path / "nope")])
+        run(["pull-records", "list", "--root-dir", str(tmp_path / "nope")])
     (tmp_path / "file").write_text("")
     with pytest.raises(CLIError, match=r"file: not a directory$"):
-        run(["pull-records", "list", "--root", str(tmp_path / "file")])
+        run(["pull-records", "list", "--root-dir", str(tmp_path / "file")])
 
 
 def test_keep_file_must_be_a_regular_file(root: Path, tmp_path: Path) -> None:
@@ -206,7 +215,7 @@ def test_keep_file_must_be_a_regular_file(root: Path, tmp_path: Path) -> None:
     os.mkfifo(fifo)
     for path in ("/dev/zero", str(fifo), str(tmp_path)):
         with pytest.raises(CLIError, match=r"cannot read --keep-file .*: not a regular file"):
-            run(["pull-records", "prune", "--root", str(root), "--keep-file", path])
+            run(["pull-records", "prune", "--root-dir", str(root), "--keep-file", path])
 
 
 def _misnamed_root(tmp_path: Path) -> tuple[Path, Path]:
@@ -226,7 +235,7 @@ def _misnamed_root(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_list_flags_misnamed_records(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     misnamed, _ = _misnamed_root(tmp_path)
-    assert run(["pull-records", "list", "--root", str(tmp_path), "-o", "json"]) == 0
+    assert run(["pull-records", "list", "--root-dir", str(tmp_path), "-o", "json"]) == 0
     errors = json.loads(capsys.readouterr().out)["errors"]
     assert errors == [f"{misnamed}: file name does not match its imageRef {SECRET_REF!r}"]
 
@@ -235,7 +244,7 @@ def test_migrate_reports_every_file_it_writes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     misnamed, target = _misnamed_root(tmp_path)
-    assert run(["pull-records", "migrate", "--root", str(tmp_path), "-o", "json"]) == 0
+    assert run(["pull-records", "migrate", "--root-dir", str(tmp_path), "-o", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["migrated"] == [str(misnamed)] and doc["written"] == [str(target)]
     assert target.is_file() and misnamed.is_file()
@@ -275,7 +284,7 @@ def test_unreadable_root_is_an_error_not_an_empty_list(
     else:
         monkeypatch.setattr(os, "access", lambda path, mode: str(path) != str(root))
     with pytest.raises(CLIError, match=re.escape(message)) as err:
-        run(["pull-records", "list", "--root", str(root)])
+        run(["pull-records", "list", "--root-dir", str(root)])
     assert "\n" not in str(err.value)
 
 
@@ -284,6 +293,6 @@ def test_unreadable_root_as_a_real_unprivileged_user(root: Path) -> None:
     if _as_nobody("-c", "import credprov").returncode != 0:
         pytest.skip("this checkout is not readable by an unprivileged user")
     root.chmod(0o700)
-    proc = _as_nobody("-m", "credprov", "pull-records", "list", "--root", str(root))
+    proc = _as_nobody("-m", "credprov", "pull-records", "list", "--root-dir", str(root))
     assert proc.returncode == 1, proc.stdout
     assert "permission denied" in proc.stderr and proc.stderr.count("\n") == 1

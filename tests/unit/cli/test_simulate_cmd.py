@@ -97,7 +97,7 @@ def test_text_output_redacts_passwords(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_root_keeps_records(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    simulate(capsys, CONFIG / "simulate-blog-pod-a-pod-b.yaml", "--root", str(tmp_path))
+    simulate(capsys, CONFIG / "simulate-blog-pod-a-pod-b.yaml", "--root-dir", str(tmp_path))
     assert len(list((tmp_path / "image_manager" / "pulled").iterdir())) == 1
 
 

@@ -1,4 +1,4 @@
-"""``--images`` and ``--objects`` are untrusted: a FIFO, a device, wrong types, deep nesting,
+"""``--node-images`` and ``--objects`` are untrusted: a FIFO, a device, wrong types, deep nesting,
 huge integers and YAML alias bombs give one line and exit 2, or are read leniently
 (exit 0/1), never a traceback, a hang or exit 70."""
 
@@ -26,7 +26,7 @@ def node(tmp_path: Path) -> Path:
 
 
 def _doctor(capsys: pytest.CaptureFixture[str], node: Path, *args: str) -> tuple[int, str, str]:
-    code = main(["doctor", "--root", str(node), "--no-exec", *args])
+    code = main(["doctor", "--node-root", str(node), "--no-exec", *args])
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -41,9 +41,9 @@ def test_a_fifo_as_images_is_refused_at_once(node: Path, tmp_path: Path) -> None
     fifo = tmp_path / "images.fifo"
     os.mkfifo(fifo)
     objects = nodes.write_objects(tmp_path / "objects.json")
-    argv = ["doctor", "--root", str(node), "--no-exec", "--objects", str(objects)]
+    argv = ["doctor", "--node-root", str(node), "--no-exec", "--objects", str(objects)]
     proc = subprocess.run(
-        [sys.executable, "-m", "credprov", *argv, "--images", str(fifo)],
+        [sys.executable, "-m", "credprov", *argv, "--node-images", str(fifo)],
         capture_output=True,
         text=True,
         timeout=60,  # it used to block in open() until a writer came
@@ -71,7 +71,7 @@ def test_malformed_crictl_json_is_one_line(
     images = tmp_path / "images.json"
     images.write_text(content)
     objects = nodes.write_objects(tmp_path / "objects.json")
-    code, _, err = _doctor(capsys, node, "--objects", str(objects), "--images", str(images))
+    code, _, err = _doctor(capsys, node, "--objects", str(objects), "--node-images", str(images))
     _one_line_usage_error(code, err, needle)
 
 
@@ -79,11 +79,11 @@ def test_images_devices_and_oversized_files_are_refused(
     node: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     objects = str(nodes.write_objects(tmp_path / "objects.json"))
-    code, _, err = _doctor(capsys, node, "--objects", objects, "--images", "/dev/zero")
+    code, _, err = _doctor(capsys, node, "--objects", objects, "--node-images", "/dev/zero")
     _one_line_usage_error(code, err, "not a regular file (a character device)")
     big = nodes.write_images(tmp_path / "images.json")
     monkeypatch.setattr(cluster, "MAX_IMAGES_FILE_BYTES", 64)
-    code, _, err = _doctor(capsys, node, "--objects", objects, "--images", str(big))
+    code, _, err = _doctor(capsys, node, "--objects", objects, "--node-images", str(big))
     _one_line_usage_error(code, err, "larger than 64 bytes")
 
 
@@ -103,7 +103,7 @@ def test_crictl_entries_of_the_wrong_type_are_skipped(
     images.write_text(json.dumps(doc))
     objects = nodes.write_objects(tmp_path / "objects.json")
     code, out, err = _doctor(
-        capsys, node, "--objects", str(objects), "--images", str(images), "-o", "json"
+        capsys, node, "--objects", str(objects), "--node-images", str(images), "-o", "json"
     )
     assert (code, err) == (0, "")
     [preflight] = [c for c in json.loads(out)["checks"] if c["id"] == "kep2535.preflight"]
@@ -151,7 +151,7 @@ def test_malformed_objects_are_one_line(
     objects = tmp_path / name
     objects.write_text(content)
     images = nodes.write_images(tmp_path / "images.json")
-    code, _, err = _doctor(capsys, node, "--objects", str(objects), "--images", str(images))
+    code, _, err = _doctor(capsys, node, "--objects", str(objects), "--node-images", str(images))
     _one_line_usage_error(code, err, needle)
 
 
@@ -207,7 +207,7 @@ def test_objects_of_the_wrong_types_are_read_leniently(
     objects.write_text(text.replace('"<HUGE>"', HUGE))
     images = nodes.write_images(tmp_path / "images.json")
     code, out, err = _doctor(
-        capsys, node, "--objects", str(objects), "--images", str(images), "-o", "json"
+        capsys, node, "--objects", str(objects), "--node-images", str(images), "-o", "json"
     )
     assert code in (0, 1) and err == "", err
     checks = json.loads(out)["checks"]
@@ -241,7 +241,7 @@ def test_objects_with_huge_integers_and_yaml_scalars_print_as_json(
     )
     images = nodes.write_images(tmp_path / "images.json")
     code, out, err = _doctor(
-        capsys, node, "--objects", str(yaml), "--images", str(images), "-o", "json"
+        capsys, node, "--objects", str(yaml), "--node-images", str(images), "-o", "json"
     )
     assert code in (0, 1) and err == "", err
     checks = json.loads(out)["checks"]

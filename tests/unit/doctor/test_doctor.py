@@ -381,7 +381,7 @@ def test_secrets_are_never_printed(
     # The canary is a provider env value and the password every plugin answers with; make
     # one plugin fail loudly with it on stderr too.
     _plugin(node, "mirror-provider", '#!/bin/sh\necho "denied: $PASSWORD" >&2\nexit 1\n')
-    args = ["doctor", "--root", str(node), "--image", "registry-a.example.com/x:v1"]
+    args = ["doctor", "--node-root", str(node), "--image", "registry-a.example.com/x:v1"]
     assert main(args) == 1
     assert main([*args, "-o", "json"]) == 1
     out = capsys.readouterr()
@@ -440,19 +440,19 @@ def test_finds_a_running_kubelet_by_its_proc_cmdline(tmp_path: Path) -> None:
 def test_cli_json_shape_and_exit_codes(
     node: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["doctor", "--root", str(node), "--no-exec", "-o", "json"]) == 0
+    assert main(["doctor", "--node-root", str(node), "--no-exec", "-o", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {"node", "checks", "summary"}
     assert set(doc["summary"]) == {"pass", "warn", "fail", "skip"}
     for check in doc["checks"]:
         assert set(check) == {"id", "status", "subject", "message", "hint"}
-    assert main(["doctor", "--root", str(tmp_path / "missing")]) == 2
+    assert main(["doctor", "--node-root", str(tmp_path / "missing")]) == 2
     assert "not a directory" in capsys.readouterr().err
-    assert main(["doctor", "--root", str(node), "--objects", str(tmp_path / "nope.yaml")]) == 2
+    assert main(["doctor", "--node-root", str(node), "--objects", str(tmp_path / "nope.yaml")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--objects" in err
     with pytest.raises(SystemExit) as exc:
-        main(["doctor", "--cri", "unix:///x", "--images", "f"])
+        main(["doctor", "--cri", "unix:///x", "--node-images", "f"])
     assert exc.value.code == 2
 
 
@@ -463,7 +463,7 @@ def test_cli_text_colour_only_on_a_tty(
 
     report = run_doctor(DoctorOptions(root=str(node), no_exec=True))
     assert "\033[" in render_text(report, colour=True)
-    assert main(["doctor", "--root", str(node), "--no-exec"]) == 0
+    assert main(["doctor", "--node-root", str(node), "--no-exec"]) == 0
     out = capsys.readouterr().out
     assert "\033[" not in out
     assert out.rstrip().endswith("13 pass, 0 warn, 0 fail, 5 skip")
@@ -487,7 +487,7 @@ def test_readme_example_is_this_output(
     monkeypatch.chdir(tmp_path)
     args = [
         "doctor",
-        "--root",
+        "--node-root",
         str(root),
         "--image",
         "registry-a.example.com/team/app:v1",
@@ -495,10 +495,10 @@ def test_readme_example_is_this_output(
         "quay.io/other/app:v1",
         "--objects",
         "cluster.json",
-        "--images",
+        "--node-images",
         "images.json",
     ]
-    assert command.startswith("$ credprov doctor --root /mnt/node-a --image")
+    assert command.startswith("$ credprov doctor --node-root /mnt/node-a --image")
     assert main(args) == 0
     out = capsys.readouterr().out.replace(str(root), "/mnt/node-a")
 

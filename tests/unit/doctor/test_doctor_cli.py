@@ -31,8 +31,8 @@ def node(tmp_path: Path) -> Path:
 def test_standalone_prints_what_credprov_doctor_prints(
     node: Path, tmp_path: Path, output: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = ["--root", str(node), "--no-exec", "--image", nodes.APP_IMAGE, "--objects",
-            str(nodes.write_objects(tmp_path / "cluster.json")), "--images",
+    args = ["--node-root", str(node), "--no-exec", "--image", nodes.APP_IMAGE, "--objects",
+            str(nodes.write_objects(tmp_path / "cluster.json")), "--node-images",
             str(nodes.write_images(tmp_path / "images.json")), *output]  # fmt: skip
     assert credprov_main(["doctor", *args]) == 0
     expected = capsys.readouterr()
@@ -45,9 +45,9 @@ def test_standalone_prints_what_credprov_doctor_prints(
 
 def test_a_failing_check_is_exit_1_in_both(node: Path, capsys: pytest.CaptureFixture[str]) -> None:
     nodes.write(node, nodes.CONFIG, "apiVersion: nope\n")
-    assert credprov_main(["doctor", "--root", str(node), "--no-exec"]) == 1
+    assert credprov_main(["doctor", "--node-root", str(node), "--no-exec"]) == 1
     expected = capsys.readouterr().out
-    assert main(["--root", str(node), "--no-exec"]) == 1
+    assert main(["--node-root", str(node), "--no-exec"]) == 1
     assert capsys.readouterr().out == expected
 
 
@@ -67,16 +67,17 @@ USAGE = {
     "unknown option": (["--bogus"], "credprov doctor: error: unrecognized arguments: --bogus"),
     "bad output": (["-o", "yaml"], "credprov doctor: error: argument -o/--output: invalid "
                    "choice: 'yaml' (choose from 'text', 'json')"),
-    "cri and images": (["--cri", "unix:///x", "--images", "f"], "credprov doctor: error: "
-                       "argument --images: not allowed with argument --cri"),
+    "cri and images": (["--cri", "unix:///x", "--node-images", "f"], "credprov doctor: error: "
+                       "argument --node-images: not allowed with argument --cri"),
     "bad verbosity": (["-v", "x"], "credprov doctor: error: argument -v/--v: invalid "
                       "verbosity 'x': want an integer"),
     "bad timeout": (["--plugin-timeout", "x"],
-                    'credprov doctor: error: --plugin-timeout: time: invalid duration "x"'),
+                    'credprov doctor: error: argument --plugin-timeout: time: invalid duration '
+                    '"x"'),
     "zero timeout": (["--plugin-timeout", "0s"],
-                     "credprov doctor: error: --plugin-timeout must be positive"),
+                     "credprov doctor: error: argument --plugin-timeout: must be positive"),
     "bad go version": (["--go-version", "1.2"], "credprov doctor: error: --go-version: "),
-    "missing root": (["--root", "/nonexistent/credprov"],
+    "missing root": (["--node-root", "/nonexistent/credprov"],
                      "credprov doctor: error: --root /nonexistent/credprov: not a directory"),
 }  # fmt: skip
 
@@ -100,10 +101,10 @@ def test_go_version_from_the_option_or_the_environment(
 ) -> None:
     from credprov._go.version import current_go
 
-    assert main(["--root", str(node), "--no-exec", "--go-version", "1.26.1"]) == 0
+    assert main(["--node-root", str(node), "--no-exec", "--go-version", "1.26.1"]) == 0
     assert (current_go().minor, current_go().patch) == (26, 1)
     monkeypatch.setenv("CREDPROV_GO_VERSION", "1.2")
-    assert main(["--root", str(node), "--no-exec"]) == 2
+    assert main(["--node-root", str(node), "--no-exec"]) == 2
     assert capsys.readouterr().err.startswith("credprov doctor: error: CREDPROV_GO_VERSION: ")
 
 
@@ -119,7 +120,7 @@ def test_cri_without_a_cri_client_is_refused_before_anything_runs(
     ran = tmp_path / "plugin-ran"
     nodes.write(node, f"{nodes.BIN}/registry-a-provider", f"#!/bin/sh\ntouch {ran}\n", 0o755)
     monkeypatch.setitem(sys.modules, "credprov.cri.client", None)
-    args = ["--root", str(node), "--cri", "unix:///run/containerd/containerd.sock"]
+    args = ["--node-root", str(node), "--cri", "unix:///run/containerd/containerd.sock"]
     code = main(args) if front == "standalone" else credprov_main(["doctor", *args])
     assert code == 2
     assert capsys.readouterr() == ("", CRI_LINE + "\n")
@@ -135,7 +136,7 @@ def test_an_unexpected_error_is_one_line_not_a_traceback(
         raise RuntimeError("boom")
 
     monkeypatch.setattr(credprov.doctor, "run_doctor", broken)
-    assert main(["--root", str(node)]) == 70
+    assert main(["--node-root", str(node)]) == 70
     assert capsys.readouterr().err == (
         "credprov doctor: internal error (RuntimeError); rerun with -v 4 and report it\n"
     )
@@ -145,7 +146,7 @@ def test_standalone_entry_does_not_import_the_credprov_cli(node: Path) -> None:
     code = (
         "import sys\n"
         "from credprov.doctor.cli import main\n"
-        f"code = main(['--root', {str(node)!r}, '--no-exec', '-o', 'json'])\n"
+        f"code = main(['--node-root', {str(node)!r}, '--no-exec', '-o', 'json'])\n"
         "assert code == 0, code\n"
         "print(sorted(m for m in sys.modules if m.startswith('credprov.cli')))\n"
     )

@@ -183,7 +183,7 @@ def test_hostile_root_is_bounded(row: str, output: str, tmp_path: Path) -> None:
     host = tmp_path / "host"
     _host_files(host)
     ROWS[row](root, host)
-    proc = run_cli("--root", str(root), "-o", output)
+    proc = run_cli("--node-root", str(root), "-o", output)
     assert proc.returncode in (0, 1), (proc.returncode, proc.stderr[-2000:])
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
     assert HOST_CANARY not in proc.stdout + proc.stderr

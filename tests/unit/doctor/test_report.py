@@ -93,7 +93,7 @@ def test_node_values_cannot_forge_lines_or_reach_the_terminal(
 ) -> None:
     root = tmp_path / "node"
     shown = forge(root)
-    args = ["doctor", "--root", str(root), "--no-exec"]
+    args = ["doctor", "--node-root", str(root), "--no-exec"]
     main([*args, "-o", "json"])
     document = capsys.readouterr().out
     assert not _RAW.search(document.replace("\n", "")), "raw control in the JSON"
@@ -157,7 +157,7 @@ def test_env_value_is_shown_by_its_label(
     plugin.write_text(
         '#!/bin/sh\necho "open $AWS_CONFIG_FILE: no such file or directory" >&2\nexit 1\n'
     )
-    args = ["doctor", "--root", str(node), "-o", "json"]
+    args = ["doctor", "--node-root", str(node), "-o", "json"]
     assert main(args) == 1
     document = capsys.readouterr().out
     (responds,) = [

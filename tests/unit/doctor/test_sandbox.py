@@ -1,4 +1,4 @@
-"""The doctor runs plugins safely: by the kubelet's path, inside ``--root`` confined, within an
+"""The doctor runs plugins safely: by the kubelet's path, inside ``--node-root`` confined, within an
 overall deadline.
 
 Real subprocess plugins (``sh`` scripts run by a static busybox copied into fixture roots);
@@ -526,7 +526,7 @@ def test_unprivileged_doctor_skips_and_runs_nothing_on_the_host(shared_dir: Path
             "-m",
             "credprov",
             "doctor",
-            "--root",
+            "--node-root",
             str(root),
             "-o",
             "json",
@@ -554,10 +554,15 @@ def test_unprivileged_doctor_skips_and_runs_nothing_on_the_host(shared_dir: Path
 
 @pytest.mark.parametrize(
     ("value", "error"),
-    [("0", "--plugins-deadline must be positive"), ("soon", "--plugins-deadline: time: invalid")],
+    [
+        ("0", "argument --plugins-deadline: must be positive"),
+        ("soon", "argument --plugins-deadline: time: invalid"),
+    ],
 )
 def test_plugins_deadline_option_errors(
     node: Path, capsys: pytest.CaptureFixture[str], value: str, error: str
 ) -> None:
-    assert main(["doctor", "--root", str(node), "--plugins-deadline", value]) == 2
+    with pytest.raises(SystemExit) as exc:  # argparse's usage error: the duration type's
+        main(["doctor", "--node-root", str(node), "--plugins-deadline", value])
+    assert exc.value.code == 2
     assert error in capsys.readouterr().err

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from credprov.cli import nodeauth_cmd
-from credprov.cli.main import CLIError
+from credprov.errors import CredprovError
 from tests.conftest import CANARY
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -337,14 +337,14 @@ def test_check_argument_errors(argv: list[str], message: str) -> None:
         "--verb",
         "get",
     ]
-    with pytest.raises(CLIError, match=message):
+    with pytest.raises(CredprovError, match=message):  # CLIError or the library's own
         run(base + argv)
 
 
 def test_bad_objects_file_is_a_one_line_cli_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(f"kind: Secret\ndata: {{x: {CANARY}\n")
-    with pytest.raises(CLIError) as err:
+    with pytest.raises(CredprovError) as err:
         run(["nodeauth", "audit", "--objects", str(bad), "--node", "n"])
     assert "is not valid YAML or JSON" in str(err.value) and CANARY not in str(err.value)
 

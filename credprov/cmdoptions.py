@@ -1,0 +1,391 @@
+"""The command-line vocabulary, defined once: shared options, their value types, the error
+contract and the exit statuses.
+
+Both front ends use it: the ``credprov`` CLI (:mod:`credprov.cli`) and the standalone doctor
+(:mod:`credprov.doctor.cli`, the bundle's ``doctor``, which must not import the CLI). As
+pip's ``cmdoptions`` does, each option that more than one command takes is one
+:class:`Option` object here, with its spelling, ``dest``, type, metavar and help; a command
+adds it with ``OPTION.add(parser)`` (only ``required`` and ``default`` may differ per
+command), so an option string means one thing everywhere. ``tests/unit/cli/test_options.py``
+walks every parser and holds the commands to that.
+
+* Every duration option parses with :func:`duration` (Go's grammar,
+  :mod:`credprov._go.durations`): a bad value is an argparse usage error, exit 2.
+* A renamed option keeps its old spelling for one release as a hidden alias (not in
+  ``--help``) that prints one ``credprov: warning: --root is deprecated; use --root-dir``
+  line on stderr and then works as the new one.
+* :func:`run_command` is the one error handler: a :class:`credprov.errors.CredprovError` is
+  printed as ``PROG: error: <message>`` plus its ``hint`` line (library errors are never
+  re-wrapped, so the hint survives), exit 1 (2 for a usage error); anything else is an
+  "internal error", exit 70, never a traceback.
+
+Start-up matters (every command parses its options before doing anything): only
+``argparse`` and ``sys`` are imported here; everything else is imported when used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from credprov._go.goenv import GO_VERSION_ENV
+from credprov.errors import (
+    EXIT_BROKEN_PIPE,
+    EXIT_FAILURE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    CredprovError,
+    UsageError,
+)
+
+TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, NoReturn
+
+__all__ = [
+    "ALL_OPTIONS",
+    "OneLineErrorParser",
+    "Option",
+    "add_common",
+    "duration",
+    "one_line",
+    "print_json",
+    "report_error",
+    "run_command",
+    "safe_streams",
+    "verbosity",
+]
+
+_UNSET: Any = object()
+
+
+# -- value types -------------------------------------------------------------------------------
+
+
+def duration(value: str) -> int:
+    """argparse type of every duration option: a positive Go duration (``90s``, ``1m30s``),
+    in nanoseconds. A bad value is the parser's usage error (exit 2)."""
+    from credprov._go.durations import DurationError, parse_duration
+
+    try:
+        ns = parse_duration(value)
+    except DurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if ns <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return ns
+
+
+def verbosity(value: str) -> int:
+    """argparse type of ``-v``: an integer >= 0."""
+    try:
+        level = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid verbosity {value!r}: want an integer") from None
+    if level < 0:
+        raise argparse.ArgumentTypeError("verbosity must be >= 0")
+    return level
+
+
+# -- the parser --------------------------------------------------------------------------------
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line (``PROG: error: ... (see --help)``) instead
+    of the usage text and the error, exit status 2; subcommand parsers are of this class
+    too (``add_subparsers`` makes them with ``type(self)``)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the one line and exit 2."""
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)} (see --help)\n")
+
+
+# -- options -----------------------------------------------------------------------------------
+
+
+class _DeprecatedAliasAction(argparse._StoreAction):
+    """A store action that warns when reached through a spelling it no longer shows."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if option_string is not None and option_string not in self.option_strings:
+            print(
+                f"credprov: warning: {option_string} is deprecated; use {self.option_strings[-1]}",
+                file=sys.stderr,
+            )
+        super().__call__(parser, namespace, values, option_string)
+
+
+class Option:
+    """One shared option: its spellings and ``add_argument`` keywords, defined once.
+
+    ``deprecated`` spellings are accepted (with a warning line) but not shown in ``--help``,
+    in usage lines or in error messages, which name the current spelling.
+    """
+
+    def __init__(self, *flags: str, deprecated: tuple[str, ...] = (), **kwargs: Any) -> None:
+        self.flags = flags
+        self.deprecated = deprecated
+        self.kwargs = kwargs
+
+    def add(
+        self, parser: Any, *, required: bool | None = None, default: Any = _UNSET
+    ) -> argparse.Action:
+        """Add the option to ``parser`` (an ArgumentParser or an argument group); only
+        whether it is ``required`` and its ``default`` may differ from one command to
+        another."""
+        kwargs = dict(self.kwargs)
+        if required is not None:
+            kwargs["required"] = required
+        if default is not _UNSET:
+            kwargs["default"] = default
+        if self.deprecated:
+            kwargs["action"] = _DeprecatedAliasAction
+        action: argparse.Action = parser.add_argument(*self.flags, *self.deprecated, **kwargs)
+        # The parser still maps the old spellings to the action; help, usage and errors
+        # read option_strings, which keeps only the current ones.
+        action.option_strings = list(self.flags)
+        action.credprov_option = self  # type: ignore[attr-defined]  # tests find them by it
+        return action
+
+
+OUTPUT = Option(
+    "-o",
+    "--output",
+    choices=("text", "json"),
+    default="text",
+    help="text for people (default) or json for machines",
+)
+VERBOSITY = Option(
+    "-v",
+    "--v",
+    dest="verbosity",
+    type=verbosity,
+    default=argparse.SUPPRESS,
+    metavar="N",
+    help="log verbosity on stderr (0: none, 1: warnings and errors, 2: info, 4: debug); "
+    "secrets are never logged",
+)
+GO_VERSION = Option(
+    "--go-version",
+    default=None,
+    metavar="VERSION",
+    help="the Go release the kubelet was built with, e.g. 1.25.5 (`go version -m "
+    "<kubelet binary>` prints it): what url.Parse accepts in matchImages, and the "
+    f"text of its errors, differ between releases (default: ${GO_VERSION_ENV}, "
+    "else 1.25.5: current Kubernetes 1.34 and 1.35 releases)",
+)
+FEATURE_GATES = Option(
+    "--feature-gates",
+    default="",
+    metavar="Name=bool,...",
+    help="feature gates of the component the command stands for: the kubelet's "
+    "(KubeletServiceAccountTokenForCredentialProviders, default true); for nodeauth, the "
+    "API server's (see its description)",
+)
+CONFIG = Option(
+    "--config",
+    metavar="PATH",
+    help="the CredentialProviderConfig: a file, or a directory of *.json/*.yaml/*.yml "
+    "files (for doctor: instead of the node's)",
+)
+BIN_DIR = Option(
+    "--bin-dir",
+    metavar="DIR",
+    help="the plugins' directory, the kubelet's --image-credential-provider-bin-dir (for "
+    "doctor: instead of the node's)",
+)
+OBJECTS = Option(
+    "--objects",
+    metavar="FILE",
+    help="the cluster's objects: kubectl get -o json|yaml output (a List, objects, or YAML "
+    "documents); - for stdin",
+)
+NODE = Option(
+    "--node",
+    metavar="NAME",
+    help="the node's name (user system:node:NAME); default: with --pod, the pod's "
+    "spec.nodeName; for doctor, the node's hostname",
+)
+NODE_DOCKER_CONFIG = Option(
+    "--node-docker-config",
+    metavar="FILE",
+    help="the node's docker config.json (or legacy .dockercfg)",
+)
+POD = Option(
+    "--pod",
+    metavar="POD",
+    help="NAMESPACE/NAME of a pod in --objects (ensure-image also takes a Pod file, YAML "
+    "or JSON, without --objects)",
+)
+IMAGE = Option(
+    "--image",
+    dest="images",
+    action="append",
+    default=[],
+    metavar="IMAGE",
+    help="an image to ask credentials for (for doctor: to check which providers match it, "
+    "also the sample image of plugin runs); repeatable where a command takes several",
+)
+CRI = Option(
+    "--cri",
+    metavar="unix:///PATH",
+    help="the container runtime's CRI endpoint, e.g. unix:///run/containerd/containerd.sock",
+)
+ROOT_DIR = Option(
+    "--root-dir",
+    deprecated=("--root",),
+    metavar="DIR",
+    help="the kubelet's root directory (/var/lib/kubelet on a node): its pull records are "
+    "in DIR/image_manager",
+)
+NODE_ROOT = Option(
+    "--node-root",
+    deprecated=("--root",),
+    default="/",
+    metavar="DIR",
+    help="the node's filesystem root: / (default), a mounted node disk or image",
+)
+NODE_IMAGES = Option(
+    "--node-images",
+    deprecated=("--images",),
+    metavar="FILE",
+    help="the node's images: one reference per line, or 'crictl images -o json'",
+)
+PLUGIN_TIMEOUT = Option(
+    "--plugin-timeout",
+    type=duration,
+    default="1m",
+    metavar="DURATION",
+    help="deadline of each plugin run, a Go duration (the kubelet's: 1m)",
+)
+PLUGINS_DEADLINE = Option(
+    "--plugins-deadline",
+    type=duration,
+    default="2m",
+    metavar="DURATION",
+    help="overall deadline of all plugin runs: each run gets at most what is left, and "
+    "plugins not run before it is spent are skipped",
+)
+PULL_TIMEOUT = Option(
+    "--pull-timeout",
+    type=duration,
+    default="5m",
+    metavar="DURATION",
+    help="deadline of one CRI PullImage, a Go duration (default 5m)",
+)
+TIMEOUT = Option(
+    "--timeout",
+    type=duration,
+    default="1m",
+    metavar="DURATION",
+    help="the plugin deadline, a Go duration (kubelet: 1m); negative cases use at most 10s; "
+    "after the first overrun the remaining cases are skipped",
+)
+SHOW_SECRETS = Option(
+    "--show-secrets",
+    action="store_true",
+    help="print passwords (and a plugin's raw stdout) instead of <redacted>",
+)
+METRICS_OUT = Option(
+    "--metrics-out",
+    metavar="FILE",
+    help="write the metrics here (Prometheus text exposition)",
+)
+DRY_RUN = Option("--dry-run", action="store_true", help="only say what would be done")
+
+#: Every shared option, by name (the tests' table).
+ALL_OPTIONS: dict[str, Option] = {
+    name: value for name, value in dict(globals()).items() if isinstance(value, Option)
+}
+
+
+def add_common(parser: argparse.ArgumentParser, *options: Option, leaf: bool = True) -> None:
+    """Add ``options``, then, on a ``leaf`` command, ``-o/--output``, then ``-v`` (accepted
+    after a subcommand's name too: ``credprov explain X -v 2``)."""
+    for option in options:
+        option.add(parser)
+    if leaf:
+        OUTPUT.add(parser)
+    VERBOSITY.add(parser)
+
+
+# -- output and errors -------------------------------------------------------------------------
+
+
+def one_line(message: str) -> str:
+    """Fold a multi-line message (YAML errors, plugin stderr) into one line, with control
+    characters escaped so nothing from a plugin or a file reaches the terminal raw."""
+    from credprov.base.redact import terminal_safe  # imported only when printing one
+
+    return terminal_safe(str(message))
+
+
+def print_json(value: Any) -> None:
+    """``value`` as indented JSON on stdout (``-o json``): exact values, non-ASCII text as is,
+    but no raw terminal control (:func:`credprov.base.redact.json_terminal_safe`)."""
+    import json
+
+    from credprov.base.redact import json_terminal_safe
+
+    document = json.dumps(value, indent=2, ensure_ascii=False)
+    sys.stdout.write(json_terminal_safe(document) + "\n")
+
+
+def safe_streams() -> None:
+    """Never fail on printing: text that cannot be encoded (an argument with invalid UTF-8,
+    kept by Python as surrogate escapes) is written as backslash escapes instead."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
+def usage_error(prog: str, message: str) -> int:
+    """Print ``PROG: error: message`` (one line) and return the usage exit status."""
+    print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def report_error(prog: str, exc: CredprovError) -> int:
+    """Print ``exc`` as ``PROG: error: ...`` and its ``hint`` as ``PROG: hint: ...``; its
+    exit status (2 for a :class:`~credprov.errors.UsageError`, else 1)."""
+    print(f"{prog}: error: {one_line(str(exc))}", file=sys.stderr)
+    if exc.hint:
+        print(f"{prog}: hint: {one_line(exc.hint)}", file=sys.stderr)
+    return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILURE
+
+
+def run_command(prog: str, command: Callable[[], int]) -> int:
+    """Run ``command`` under the one error contract; its exit status, or the error's.
+
+    A :class:`~credprov.errors.CredprovError` prints ``PROG: error: ...`` and, if it has
+    one, ``PROG: hint: ...``: exit 2 for a :class:`~credprov.errors.UsageError`, else 1.
+    Ctrl-C is 130, a closed stdout 141, and any other exception an internal error (70, the
+    traceback only at ``-v 4``).
+    """
+    try:
+        return command()
+    except CredprovError as exc:
+        return report_error(prog, exc)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_BROKEN_PIPE
+    except Exception as exc:  # never a traceback for the user; say what failed
+        print(
+            f"{prog}: internal error ({type(exc).__name__}); rerun with -v 4 and report it",
+            file=sys.stderr,
+        )
+        import logging
+
+        logging.getLogger("credprov").debug("internal error", exc_info=True)
+        return EXIT_INTERNAL
