@@ -38,7 +38,7 @@ def run_doctor(options: DoctorOptions) -> Report:
 
     Raises:
         DoctorUsageError: an option that cannot be used (an unreadable ``--objects`` or
-            ``--images`` file, an unreachable ``--cri`` endpoint, ``--cri`` where the CRI
+            ``--node-images`` file, an unreachable ``--cri`` endpoint, ``--cri`` where the CRI
             client is not installed, a root that is not a directory).
     """
     import os
@@ -47,7 +47,7 @@ def run_doctor(options: DoctorOptions) -> Report:
     from credprov.doctor.binaries import node_machine
 
     if not os.path.isdir(options.root):
-        raise DoctorUsageError(f"--root {options.root}: not a directory")
+        raise DoctorUsageError(f"--node-root {options.root}: not a directory")
     if options.cri:
         _require_cri_client()
     root = NodeRoot(options.root)
@@ -93,7 +93,7 @@ def run_doctor(options: DoctorOptions) -> Report:
 #: Why ``--cri`` cannot be used: the CRI client (gRPC) is an extra of the credprov CLI, and
 #: the plugin bundle's doctor leaves it out.
 CRI_UNAVAILABLE = (
-    "--cri needs the credprov CLI with the cri extra; pass --images FILE (crictl images -o json)"
+    "--cri needs the credprov CLI with the cri extra; pass --node-images FILE (crictl images -o json)"
 )
 
 

@@ -115,7 +115,7 @@ def _no_kubelet_finding(ctx: Context) -> Finding:
         "no kubelet found on this node: no running kubelet, k3s or rke2 process and "
         "no kubelet.service, k3s or rke2 unit"
         + ("" if ctx.root.is_host else f" under {ctx.root.root}"),
-        "run the doctor on a node (or --root at a node's filesystem), or name the "
+        "run the doctor on a node (or --node-root at a node's filesystem), or name the "
         "setup with --config, --bin-dir and --kubelet-config",
     )
 
@@ -550,7 +550,7 @@ def _responds(
             provider.name,
         )
     # Run by its node path, as the kubelet does (a multicall runtime installed as symlinks
-    # dispatches on it): confined inside --root, or as the kubelet would on this host.
+    # dispatches on it): confined inside --node-root, or as the kubelet would on this host.
     refusal = runs.refusal(path)
     if refusal is not None:
         return _skip("plugin.responds", refusal, provider.name)

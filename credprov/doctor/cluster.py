@@ -1,4 +1,4 @@
-"""What the doctor knows of the cluster and the runtime: ``--objects``, ``--images``, ``--cri``.
+"""What the doctor knows of the cluster and the runtime: ``--objects``, ``--node-images``, ``--cri``.
 
 Both files are operator input of unknown origin (a ``kubectl get -o yaml`` dump, a
 ``crictl images -o json`` copied off a node), read once and bounded:
@@ -10,7 +10,7 @@ Both files are operator input of unknown origin (a ``kubectl get -o yaml`` dump,
   ``spec`` may still hold anything, so the readers here (:func:`pods_on_node`,
   :func:`pod_id`, :func:`pod_pull_secrets`, :func:`pod_service_account`) take a field only
   when it has the API's type and otherwise read it as absent, as ``pod_images`` does;
-* ``--images FILE`` is read with :func:`credprov.base.fileio.read_bounded` (a FIFO or a
+* ``--node-images FILE`` is read with :func:`credprov.base.fileio.read_bounded` (a FIFO or a
   device is refused, never waited on) and parsed with Go's JSON rules
   (:func:`credprov._go.json.loads`: 10,000 levels at most, no recursion); an image entry or
   field of the wrong type is skipped, never a traceback;
@@ -111,7 +111,7 @@ def pod_pull_secrets(spec: Mapping[str, Any]) -> set[str]:
 
 
 def load_node_images(ctx: Context) -> list[RuntimeImage]:
-    """The node's images from ``--images FILE`` or ``--cri ENDPOINT``.
+    """The node's images from ``--node-images FILE`` or ``--cri ENDPOINT``.
 
     Raises:
         DoctorUsageError: an unreadable, oversized, non-regular or malformed file, an
@@ -127,7 +127,7 @@ def load_node_images(ctx: Context) -> list[RuntimeImage]:
         except OSError as exc:
             # FileTooLargeError and NotRegularFileError say why in strerror too
             # ("larger than N bytes", "not a regular file (a FIFO)").
-            raise DoctorUsageError(f"--images {path}: {exc.strerror or exc}") from None
+            raise DoctorUsageError(f"--node-images {path}: {exc.strerror or exc}") from None
         return parse_images(data, path)
     assert options.cri is not None
     from credprov.cri.client import CRIError, CRIRuntime
@@ -154,15 +154,15 @@ def parse_images(data: bytes, where: str) -> list[RuntimeImage]:
     try:
         doc = loads(data)
     except JSONSyntaxError as exc:
-        raise DoctorUsageError(f"--images {where}: not JSON ({exc.msg})") from None
+        raise DoctorUsageError(f"--node-images {where}: not JSON ({exc.msg})") from None
     except ValueError:
         # Valid JSON that Python cannot hold: an integer of more than 4,300 digits.
         raise DoctorUsageError(
-            f"--images {where}: not what crictl writes (a number too long to read)"
+            f"--node-images {where}: not what crictl writes (a number too long to read)"
         ) from None
     images = doc.get("images") if isinstance(doc, dict) else None
     if not isinstance(images, list):
-        raise DoctorUsageError(f"--images {where}: no 'images' list (crictl images -o json)")
+        raise DoctorUsageError(f"--node-images {where}: no 'images' list (crictl images -o json)")
     return [
         RuntimeImage(
             id=_text(item.get("id")),

@@ -396,7 +396,7 @@ def check_kep2535_preflight(ctx: Context) -> list[Finding]:
     """``kep2535.preflight``: which containers would stop starting (``Never``) or pull again
     (``IfNotPresent``) once the kubelet verifies the pods' credentials.
 
-    One pass over the node's pods and images (``--objects`` and ``--cri``/``--images``),
+    One pass over the node's pods and images (``--objects`` and ``--cri``/``--node-images``),
     deciding per container and image volume as the kubelet's image manager would.
 
     Returns:
@@ -405,13 +405,13 @@ def check_kep2535_preflight(ctx: Context) -> list[Finding]:
         them running), a WARN per container that would pull again, or one PASS.
 
     Raises:
-        DoctorUsageError: an unreadable ``--objects``/``--images`` file or ``--cri``.
+        DoctorUsageError: an unreadable ``--objects``/``--node-images`` file or ``--cri``.
     """
     if not ctx.options.objects or not (ctx.options.cri or ctx.options.images_file):
         return [
             _skip(
                 "kep2535.preflight",
-                "needs --objects and the node's images (--cri ENDPOINT or --images FILE)",
+                "needs --objects and the node's images (--cri ENDPOINT or --node-images FILE)",
             )
         ]
     if not ctx.gate(ENSURE_PULLED_GATE):
@@ -465,7 +465,7 @@ class _Preflight:
         invalid (the kubelet would not start).
 
         Raises:
-            DoctorUsageError: an unreadable ``--images`` file or ``--cri`` endpoint.
+            DoctorUsageError: an unreadable ``--node-images`` file or ``--cri`` endpoint.
         """
         from credprov.pullmanager.policies import new_verification_policy
 

@@ -45,11 +45,11 @@ def refusal_text(failure: SandboxError) -> str:
     """The ``plugin.responds`` skip reason when plugins cannot be confined."""
     if failure.errno in (errno.EPERM, errno.EACCES):
         return (
-            "not run: running a plugin inside --root needs root for a private mount "
+            "not run: running a plugin inside --node-root needs root for a private mount "
             f"namespace and chroot ({failure}); run as root or pass --no-exec"
         )
     return (
-        f"not run: cannot confine plugins inside --root ({failure}); the doctor never runs "
+        f"not run: cannot confine plugins inside --node-root ({failure}); the doctor never runs "
         "them on this host; pass --no-exec"
     )
 
@@ -132,7 +132,7 @@ class PluginRuns:
         problem = unprivileged_exec_problem(self.root, node_path)
         if problem is not None:
             return (
-                f"not run: {problem}; the doctor runs a node's plugins inside --root as that "
+                f"not run: {problem}; the doctor runs a node's plugins inside --node-root as that "
                 "unprivileged user, while the kubelet runs them as root (so the node may run "
                 "it fine)"
             )
@@ -142,7 +142,7 @@ class PluginRuns:
         try:
             self._plan = plan_root(self.root)
         except SandboxError as exc:
-            return f"not run: cannot confine plugins inside --root ({exc}); pass --no-exec"
+            return f"not run: cannot confine plugins inside --node-root ({exc}); pass --no-exec"
         failure = self._prober(self._plan)
         return None if failure is None else refusal_text(failure)
 

@@ -1,6 +1,6 @@
 """How ``credprov doctor`` starts a node's plugin for ``plugin.responds``.
 
-A node image is untrusted input, so a plugin found under ``--root DIR`` never runs on this
+A node image is untrusted input, so a plugin found under ``--node-root DIR`` never runs on this
 machine as it is. It runs **inside the root**, started as the kubelet starts it
 (``<bin-dir>/<name> <args...>``, ``argv[0]`` exactly that node path so that a multicall
 runtime installed as symlinks dispatches on its name), but confined. Between fork and exec
@@ -35,7 +35,7 @@ forked child that then exits); when it cannot be done (not root, no ``CAP_SYS_AD
 ``unshare`` or ``chroot`` refused, uid 65534 not mapped) every ``plugin.responds`` is
 ``skip`` with the reason. There is no fallback to running on the host.
 
-Without ``--root`` (the root is ``/``) the plugin runs as the kubelet would run it: by its
+Without ``--node-root`` (the root is ``/``) the plugin runs as the kubelet would run it: by its
 unresolved path, this process's environment plus the provider's ``env``, in ``/``, with
 ``CREDPROV_PLUGIN_CACHE_DIR`` pointed at a fresh temporary directory removed afterwards.
 
@@ -90,7 +90,7 @@ __all__ = [
     "unprivileged_exec_problem",
 ]
 
-#: nobody/nogroup: who a plugin from ``--root`` runs as.
+#: nobody/nogroup: who a plugin from ``--node-root`` runs as.
 UNPRIVILEGED_ID = 65534
 
 #: Where credprov's plugins keep their answer cache (:mod:`credprov.sdk._cache`).

@@ -267,7 +267,7 @@ def test_image_entrypoint_runs_the_doctor_and_refuses_what_it_cannot(
     assert (cri.returncode, cri.stdout) == (2, "")
     assert cri.stderr == (
         "credprov doctor: error: --cri needs the credprov CLI with the cri extra; pass "
-        "--images FILE (crictl images -o json)\n"
+        "--node-images FILE (crictl images -o json)\n"
     )
     unknown = run_image(containerd, installer_ref, node, entry, "docter")
     assert unknown.returncode == 2

@@ -135,7 +135,7 @@ def test_multicall_runs_tools_by_name_and_lists_only_plugins(
         monkeypatch.setattr(sys, "argv", argv)
         assert _multicall.main(table) == 2
         assert capsys.readouterr().err == (
-            "credprov doctor: error: --root /nonexistent/x: not a directory\n"
+            "credprov doctor: error: --node-root /nonexistent/x: not a directory\n"
         )
     monkeypatch.setattr(sys, "argv", ["credprov-plugins", "--list"])
     assert _multicall.main(table) == 0

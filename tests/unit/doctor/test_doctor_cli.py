@@ -18,7 +18,7 @@ from tests.unit.doctor import nodes
 
 CRI_LINE = (
     "credprov doctor: error: --cri needs the credprov CLI with the cri extra; pass "
-    "--images FILE (crictl images -o json)"
+    "--node-images FILE (crictl images -o json)"
 )
 
 
@@ -78,7 +78,7 @@ USAGE = {
                      "credprov doctor: error: argument --plugin-timeout: must be positive"),
     "bad go version": (["--go-version", "1.2"], "credprov doctor: error: --go-version: "),
     "missing root": (["--node-root", "/nonexistent/credprov"],
-                     "credprov doctor: error: --root /nonexistent/credprov: not a directory"),
+                     "credprov doctor: error: --node-root /nonexistent/credprov: not a directory"),
 }  # fmt: skip
 
 

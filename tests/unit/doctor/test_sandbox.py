@@ -490,7 +490,7 @@ def test_probe_runs_once_and_its_refusal_skips_every_plugin(node: Path) -> None:
     runs = PluginRuns(NodeRoot(str(node)), MINUTE, MINUTE, prober=refuse)
     reasons = {runs.refusal(f"{BIN}/{name}") for name, _, _ in PROVIDERS}
     assert reasons == {
-        "not run: running a plugin inside --root needs root for a private mount namespace and "
+        "not run: running a plugin inside --node-root needs root for a private mount namespace and "
         "chroot (unshare(CLONE_NEWNS): Operation not permitted); run as root or pass --no-exec"
     }
     assert len(calls) == 1
@@ -543,7 +543,7 @@ def test_unprivileged_doctor_skips_and_runs_nothing_on_the_host(shared_dir: Path
     for check in responds:
         assert check["status"] == "skip"
         assert check["message"].startswith(
-            "not run: running a plugin inside --root needs root for a private mount namespace"
+            "not run: running a plugin inside --node-root needs root for a private mount namespace"
         )
         assert "Operation not permitted" in check["message"]
     assert list(marker_dir.iterdir()) == []
