@@ -83,7 +83,6 @@ EXCLUDES = (
     "google.protobuf",
     "credprov.cli",
     "credprov.cri",
-    "credprov.runtime",
     "credprov_gcp.fakes",
 )
 
