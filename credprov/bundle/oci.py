@@ -55,12 +55,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from credprov import __version__
 from credprov.base.rootfs import NodeRoot
 from credprov.bundle._elf import dynamic_info, machine
 from credprov.bundle._multicall import TOOLS
-from credprov.bundle.build import BUNDLE_DIR, BundleError, _temp_next_to, go_arch, newest_glibc
+from credprov.bundle.build import _temp_next_to, newest_glibc
+from credprov.bundle.layout import BUNDLE_DIR, BundleError, go_arch
 from credprov.bundle.tarball import BundleTarball, Limits, open_bundle
+from credprov.version import __version__
 
 DEFAULT_BUSYBOX = "/bin/busybox"
 IMAGE_NAME = "localhost/credprov-plugins-installer"

@@ -73,7 +73,7 @@ def _mb(size: int) -> str:
 
 def _sysroots(specs: list[str]) -> dict[str, str]:
     """``--sysroot ARCH=DIR`` options as ``{arch: dir}``."""
-    from credprov.bundle.tarball import ARCHES
+    from credprov.bundle.layout import ARCHES
 
     roots: dict[str, str] = {}
     for spec in specs:
@@ -106,8 +106,8 @@ def _check_usage(args: argparse.Namespace) -> None:
 
 def _arches(spec: str | None) -> list[str]:
     """``--arch`` as a list without repeats (this machine's when not given)."""
-    from credprov.bundle.build import go_arch
     from credprov.bundle.cross import check_arch
+    from credprov.bundle.layout import go_arch
 
     if not spec:
         return [go_arch()]
@@ -120,7 +120,8 @@ def _arches(spec: str | None) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from credprov.bundle.build import BundleError, build_bundle, go_arch
+    from credprov.bundle.build import build_bundle
+    from credprov.bundle.layout import BundleError, go_arch
 
     _check_usage(args)
     sysroots = _sysroots(args.sysroot)

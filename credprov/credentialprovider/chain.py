@@ -30,6 +30,7 @@ from credprov.credentialprovider.images import InvalidImageError, parse_image_na
 from credprov.credentialprovider.keyring import (
     DockerKeyring,
     Keyring,
+    ServiceAccountCoordinates,
     TrackedAuthConfig,
     make_pull_secret_keyring,
 )
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
     from typing import Any, Protocol
 
-    from credprov.credentialprovider.plugin.provider import ProvideResult
+    from credprov.api import internal
 else:
     Protocol = object
 
@@ -57,6 +58,7 @@ __all__ = [
     "MissingAnnotationError",
     "PluginProviders",
     "PodInfo",
+    "ProvideResult",
     "PullSecrets",
     "ServiceAccountAPI",
     "ServiceAccountError",
@@ -153,6 +155,23 @@ class CredentialRequest:
         self.repo = repo
         self.pull_secrets = pull_secrets
         self.pod = pod
+
+
+@dataclass
+class ProvideResult:
+    """What one provider contributed to one lookup, for callers and for ``-o json``."""
+
+    name: str
+    matched: bool = False
+    executed: bool = False
+    cached: bool = False
+    cache_key_type: str | None = None
+    cache_duration: int | None = None
+    auth: dict[str, internal.AuthConfig] = field(default_factory=dict)
+    credentials: list[TrackedAuthConfig] = field(default_factory=list)
+    service_account: ServiceAccountCoordinates | None = None
+    error: str | None = None
+    skipped: str | None = None
 
 
 class SourceAnswer:

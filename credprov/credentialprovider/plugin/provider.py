@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from dataclasses import dataclass, field
 
 from credprov._go.fmt import go_quote
 from credprov._go.singleflight import Group
@@ -38,6 +37,7 @@ from credprov.credentialprovider.chain import (
     GetServiceAccountToken,
     MissingAnnotationError,
     PodInfo,
+    ProvideResult,
     ServiceAccountError,
     TokenRequest,
 )
@@ -45,7 +45,6 @@ from credprov.credentialprovider.images import parse_registry
 from credprov.credentialprovider.keyring import (
     CredentialOrigin,
     ServiceAccountCoordinates,
-    TrackedAuthConfig,
     tracked_auth_configs,
 )
 from credprov.credentialprovider.matching import (
@@ -56,23 +55,6 @@ from credprov.credentialprovider.matching import (
 from credprov.credentialprovider.plugin.exec import ExecPlugin, PluginError
 
 log = logging.getLogger("credprov.plugin")
-
-
-@dataclass
-class ProvideResult:
-    """What one provider contributed to one lookup, for callers and for ``-o json``."""
-
-    name: str
-    matched: bool = False
-    executed: bool = False
-    cached: bool = False
-    cache_key_type: str | None = None
-    cache_duration: int | None = None
-    auth: dict[str, internal.AuthConfig] = field(default_factory=dict)
-    credentials: list[TrackedAuthConfig] = field(default_factory=list)
-    service_account: ServiceAccountCoordinates | None = None
-    error: str | None = None
-    skipped: str | None = None
 
 
 class PluginProvider:

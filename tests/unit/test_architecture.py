@@ -1,0 +1,150 @@
+"""Whole-tree checks of credprov's shape: no import cycles, short functions, one error root.
+
+import-linter (pyproject) keeps the layers; what a layers contract cannot see is checked
+here. Each check is a function over the tree that returns what it found, tested both on
+the real tree and on a small tree made to fail, so that a check that silently stopped
+finding anything would fail too.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections.abc import Iterable
+from pathlib import Path
+
+import grimp
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# -- import cycles ---------------------------------------------------------------------------
+
+
+def import_cycles(package: str) -> list[list[str]]:
+    """The import cycles of ``package``: every strongly connected component of more than one
+    module in its import graph, TYPE_CHECKING imports included (a type checker needs them
+    resolved as much as the interpreter does). Each component is sorted, the list too."""
+    graph = grimp.build_graph(package, exclude_type_checking_imports=False, cache_dir=None)
+    return _strongly_connected(
+        {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
+    )
+
+
+def _strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative (the graph is deeper than Python's recursion limit
+    would comfortably allow); components of one node are left out."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work: list[tuple[str, Iterable[str]]] = [(start, iter(sorted(edges[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, successors = work[-1]
+            for succ in successors:
+                if succ not in edges:
+                    continue
+                if succ not in index:
+                    index[succ] = low[succ] = len(index)
+                    stack.append(succ)
+                    on_stack.add(succ)
+                    work.append((succ, iter(sorted(edges[succ]))))
+                    break
+                if succ in on_stack:
+                    low[node] = min(low[node], index[succ])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return sorted(found)
+
+
+def test_credprov_has_no_import_cycle() -> None:
+    cycles = import_cycles("credprov")
+    assert not cycles, "import cycles (move the shared piece down a layer):\n" + "\n".join(
+        " <-> ".join(c) for c in cycles
+    )
+
+
+def _write_tree(base: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = base / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        pytest.param(
+            {
+                "cyc_a/__init__.py": "",
+                "cyc_a/x.py": "from cyc_a import y\n",
+                "cyc_a/y.py": "from cyc_a.sub import z\n",
+                "cyc_a/sub/__init__.py": "",
+                "cyc_a/sub/z.py": "import cyc_a.x\n",
+                "cyc_a/free.py": "import cyc_a.x\n",
+            },
+            [["cyc_a.sub.z", "cyc_a.x", "cyc_a.y"]],
+            id="across-packages",
+        ),
+        pytest.param(
+            {
+                "cyc_b/__init__.py": "from cyc_b.clock import Clock as Clock\n",
+                "cyc_b/clock.py": "import cyc_b\nclass Clock: ...\n",
+            },
+            [["cyc_b", "cyc_b.clock"]],
+            id="package-and-its-child",  # import-linter's acyclic_siblings misses this one
+        ),
+        pytest.param(
+            {
+                "cyc_c/__init__.py": "",
+                "cyc_c/chain.py": (
+                    "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from cyc_c.provider import R\n"
+                ),
+                "cyc_c/provider.py": "from cyc_c.chain import TYPE_CHECKING\n",
+            },
+            [["cyc_c.chain", "cyc_c.provider"]],
+            id="type-checking-import",
+        ),
+        pytest.param(
+            {
+                "cyc_d/__init__.py": "",
+                "cyc_d/low.py": "",
+                "cyc_d/high.py": "from cyc_d import low\n",
+            },
+            [],
+            id="acyclic",
+        ),
+    ],
+)
+def test_import_cycles_are_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str], expected: list
+) -> None:
+    _write_tree(tmp_path, files)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    package = next(iter(files)).split("/")[0]
+    try:
+        assert import_cycles(package) == expected
+    finally:
+        for name in [m for m in sys.modules if m.split(".")[0] == package]:
+            del sys.modules[name]
