@@ -37,6 +37,8 @@ import json
 import re
 from collections.abc import Callable
 
+from credprov.errors import GoError
+
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
     from typing import Any
@@ -58,7 +60,7 @@ class GoFloat(float):
         return number
 
 
-class JSONSyntaxError(ValueError):
+class JSONSyntaxError(GoError, ValueError):
     """encoding/json's ``*SyntaxError``: ``str()`` is Go's text; ``offset`` is Go's offset."""
 
     def __init__(self, msg: str, offset: int) -> None:
@@ -362,7 +364,7 @@ def has_json_prefix(data: bytes | str) -> bool:
     return text.lstrip(_GO_SPACES).startswith("{")
 
 
-class YAMLError(ValueError):
+class YAMLError(GoError, ValueError):
     """Text that is not YAML (or JSON); ``line`` is 1-based, or None when unknown."""
 
     def __init__(self, reason: str, line: int | None = None) -> None:

@@ -33,6 +33,7 @@ from credprov.base.fileio import (
     file_kind,
     read_regular_fd,
 )
+from credprov.errors import FileError
 
 __all__ = ["MAX_LIST_ENTRIES", "MAX_READ_BYTES", "NodeFileError", "NodeRoot", "describe_error"]
 
@@ -47,7 +48,7 @@ _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NO
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
-class NodeFileError(OSError):
+class NodeFileError(FileError, OSError):
     """A node file that cannot be read safely; ``str()`` is one line naming it."""
 
 
