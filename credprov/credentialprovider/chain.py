@@ -25,8 +25,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from credprov._go.fmt import go_quote
-from credprov.credentialprovider.images import InvalidImageError, parse_image_name
+from credprov.credentialprovider.images import (
+    InvalidImageError,
+    image_name_error,
+    parse_image_name,
+)
 from credprov.credentialprovider.keyring import (
     DockerKeyring,
     Keyring,
@@ -292,7 +295,7 @@ class CredentialChain:
             repo = parse_image_name(image)
         except InvalidImageError as exc:
             # pkg/util/parsers.ParseImageName's wrapping.
-            resolution.error = f"couldn't parse image name {go_quote(image)}: {exc}"
+            resolution.error = str(image_name_error(image, exc))
             return resolution
         resolution.repo = repo
         request = CredentialRequest(image, repo, pull_secrets, pod)
