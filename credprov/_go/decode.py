@@ -184,20 +184,6 @@ def _fold_eq(key: str, name: str) -> bool:
     return all(k == n or k.casefold() == n.casefold() for k, n in zip(key, name, strict=True))
 
 
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
-
-
 def interpret_meta(data: Any) -> tuple[str, str]:
     """``json.DefaultMetaFactory.Interpret`` minus the group/version split: (apiVersion, kind).
 
@@ -208,8 +194,9 @@ def interpret_meta(data: Any) -> tuple[str, str]:
     if data is None:
         return "", ""
     if not isinstance(data, dict):
+        kind = gojson.json_kind(data)
         raise DecodeError(
-            f"{prefix}json: cannot unmarshal {_json_kind(data)} into Go value of type {_GVK_STRUCT}"
+            f"{prefix}json: cannot unmarshal {kind} into Go value of type {_GVK_STRUCT}"
         )
     found: dict[str, str] = {}
     error: str | None = None
@@ -220,7 +207,7 @@ def interpret_meta(data: Any) -> tuple[str, str]:
                     continue
                 if not isinstance(value, str):
                     error = error or (
-                        f"{prefix}json: cannot unmarshal {_json_kind(value)} into Go struct "
+                        f"{prefix}json: cannot unmarshal {gojson.json_kind(value)} into Go struct "
                         f"field .{name} of type string"
                     )
                     continue
@@ -366,7 +353,7 @@ class _Decoder:
     # errors ---------------------------------------------------------------------------------
 
     def _type_error(self, value: Any, go_type: str, what: str | None = None) -> str:
-        what = what or _json_kind(value)
+        what = what or gojson.json_kind(value)
         if self.struct_name is not None or self.field_stack:
             where = f"Go struct field {self.struct_name or ''}.{'.'.join(self.field_stack)}"
         else:

@@ -78,6 +78,27 @@ def _go_replace(exc: UnicodeError) -> tuple[str, int]:
 codecs.register_error("credprov.go-utf8", _go_replace)
 
 
+def json_kind(value: Any) -> str:
+    """The JSON kind of a decoded value as encoding/json names it in its errors (``bool``,
+    ``number``, ``string``, ``array``, ``object``); ``null`` for None and anything else.
+
+    One classification for every reader of parsed JSON or YAML: the strict decoder's
+    ``cannot unmarshal <kind> into ...``, and plugins' config messages, which name the
+    kinds in their own words.
+    """
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"
+
+
 def go_decode(data: bytes) -> str:
     """``data`` as a Go string converts to runes: one U+FFFD for each byte that is not UTF-8."""
     try:
