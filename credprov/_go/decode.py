@@ -273,6 +273,7 @@ class Scalar:
 
     @property
     def go_type(self) -> str:
+        """The Go type errors name: the declared type's name, else its kind."""
         return self.go_name or self.kind
 
 
@@ -291,6 +292,7 @@ class Slice:
 
     @property
     def go_type(self) -> str:
+        """``[]<elem>``, as Go writes the slice type."""
         return "[]" + self.elem.go_type
 
 
@@ -302,6 +304,7 @@ class Map:
 
     @property
     def go_type(self) -> str:
+        """``map[string]<elem>``, as Go writes the map type."""
         return "map[string]" + self.elem.go_type
 
 
@@ -313,6 +316,7 @@ class Ptr:
 
     @property
     def go_type(self) -> str:
+        """The pointed-to type: encoding/json's errors name that, not ``*T``."""
         return self.elem.go_type  # errors name the pointed-to type
 
 
@@ -326,6 +330,7 @@ class Struct:
 
     @property
     def go_type(self) -> str:
+        """``<pkg>.<Name>``, as Go names the type in errors."""
         return f"{self.pkg}.{self.name}"
 
 

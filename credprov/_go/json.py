@@ -55,6 +55,7 @@ class GoFloat(float):
 
     @classmethod
     def parse(cls, text: str) -> GoFloat:
+        """The number of JSON literal ``text``, remembering ``text``."""
         number = cls(text)
         number.literal = text
         return number

@@ -54,6 +54,9 @@ _GO_ESCAPES = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
 
 
 def api_version_of(version: str) -> str:
+    """The exec API's ``apiVersion`` for ``version``
+    (``v1`` -> ``credentialprovider.kubelet.k8s.io/v1``).
+    """
     return f"{internal.EXEC_GROUP}/{version}"
 
 

@@ -85,6 +85,7 @@ class NodeRoot:
 
     @property
     def is_host(self) -> bool:
+        """Whether the root is this machine's ``/``."""
         return self.root == "/"
 
     # -- resolution ------------------------------------------------------------------------
@@ -209,9 +210,11 @@ class NodeRoot:
         return self.stat(node_path, follow=False)
 
     def exists(self, node_path: str) -> bool:
+        """Whether ``node_path`` resolves to something inside the root."""
         return self.stat(node_path) is not None
 
     def is_executable_file(self, node_path: str) -> bool:
+        """Whether ``node_path`` is a regular file with an execute bit."""
         st = self.stat(node_path)
         return st is not None and stat.S_ISREG(st.st_mode) and bool(st.st_mode & 0o111)
 
@@ -273,6 +276,7 @@ class NodeRoot:
             os.close(fd)
 
     def read_text(self, node_path: str, limit: int = MAX_READ_BYTES) -> str:
+        """The file as text (UTF-8, bad bytes replaced), at most ``limit`` bytes read."""
         return self.read(node_path, limit).decode("utf-8", "replace")
 
     def entries(self, node_path: str) -> list[tuple[str, bool]]:

@@ -98,6 +98,8 @@ _EPOCH = 1_700_000_000
 
 @dataclass(frozen=True)
 class BundleResult:
+    """A bundle built (or copied from the cache): its tarball and what went into it."""
+
     tarball: Path
     build_id: str
     plugins: tuple[str, ...]
@@ -109,6 +111,9 @@ class BundleResult:
 
 
 def tarball_name(arch: str | None = None) -> str:
+    """``credprov-plugins-<version>-linux-<arch>.tar.gz`` (this machine's arch unless
+    given).
+    """
     return f"{BUNDLE_DIR}-{__version__}-linux-{arch or go_arch()}.tar.gz"
 
 

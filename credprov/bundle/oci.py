@@ -89,6 +89,8 @@ MEDIA_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
 
 @dataclass(frozen=True)
 class ImageResult:
+    """An installer image written: the archive, its reference, digests and size."""
+
     archive: Path
     reference: str
     #: What ``index.json`` names: the image manifest, or for several platforms the index.
@@ -114,9 +116,11 @@ class Sysroot:
 
     @property
     def is_host(self) -> bool:
+        """Whether the root is this machine's ``/``."""
         return os.path.abspath(self.root) == "/"
 
     def display(self, path: str) -> str:
+        """``path`` as messages show it: with the root named unless it is ``/``."""
         return path if self.is_host else f"{path} (in {self.root})"
 
 
@@ -249,6 +253,7 @@ class RuntimeNeeds:
     glibc: tuple[int, ...] = (2, 0)
 
     def add(self, name: str, data: bytes) -> None:
+        """Account for one file of the bundle (``name``, its bytes ``data``)."""
         self.provided.add(name.rsplit("/", 1)[-1])
         info = dynamic_info(data)
         if info is None:

@@ -227,6 +227,11 @@ class PullSecrets:
     Secrets of other types are ignored, as the kubelet ignores them."""
 
     def lookup(self, request: CredentialRequest) -> SourceAnswer:
+        """The pull secrets' credentials for ``request.repo``.
+
+        Raises:
+            credprov.credentialprovider.keyring.KeyringError: a payload that does not parse.
+        """
         if not request.pull_secrets:
             return _NOTHING
         keyring = make_pull_secret_keyring(request.pull_secrets)
@@ -244,6 +249,7 @@ class KeyringSource:
         self.keyring = keyring
 
     def lookup(self, request: CredentialRequest) -> SourceAnswer:
+        """The keyring's credentials for ``request.repo``."""
         return SourceAnswer(self.keyring.lookup(request.repo))
 
 
@@ -262,6 +268,7 @@ class PluginProviders:
         self.providers = providers
 
     def lookup(self, request: CredentialRequest) -> SourceAnswer:
+        """Every matching provider's credentials, with each provider's result."""
         credentials, results = self.providers.lookup(request.repo, request.pod)
         return SourceAnswer(credentials, results)
 

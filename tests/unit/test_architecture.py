@@ -345,3 +345,111 @@ def test_long_functions_are_found(tmp_path: Path) -> None:
         "pkg/mod.py:outer.inner": 81,
         "pkg/sub/deep.py:long": 200,
     }
+
+
+# -- docstrings ------------------------------------------------------------------------------
+
+#: Files whose public definitions may still lack a docstring, with their owner ("pending":
+#: being documented on another branch of issue 22; a stale pending entry is tolerated).
+DOCSTRING_ALLOWLIST: dict[str, str] = {
+    "credprov/cli/bundle_cmd.py": "pending (cli)",
+    "credprov/cli/config_cmd.py": "pending (cli)",
+    "credprov/cli/credentials_cmd.py": "pending (cli)",
+    "credprov/cli/doctor_cmd.py": "pending (cli)",
+    "credprov/cli/ensure_cmd.py": "pending (cli)",
+    "credprov/cli/explain_cmd.py": "pending (cli)",
+    "credprov/cli/imagegc_cmd.py": "pending (cli)",
+    "credprov/cli/main.py": "pending (cli)",
+    "credprov/cli/nodeauth_cmd.py": "pending (cli)",
+    "credprov/cli/plugin_cmd.py": "pending (cli)",
+    "credprov/cli/plugin_test_cmd.py": "pending (cli)",
+    "credprov/cli/pullrecords_cmd.py": "pending (cli)",
+    "credprov/cli/simulate_cmd.py": "pending (cli)",
+    "credprov/doctor/binaries.py": "pending (doc)",
+    "credprov/doctor/checks.py": "pending (doc)",
+    "credprov/doctor/discovery.py": "pending (doc)",
+    "credprov/doctor/plugin_runs.py": "pending (doc)",
+    "credprov/doctor/sandbox.py": "pending (doc)",
+    "credprov/kubelet/ensure.py": "pending (kube)",
+    "credprov/kubelet/node.py": "pending (kube)",
+    "credprov/kubelet/scenario.py": "pending (kube)",
+    "credprov/kubelet/simulation.py": "pending (kube)",
+    "credprov/pullmanager/fsstore.py": "pending (kube)",
+    "credprov/pullmanager/inspect.py": "pending (kube)",
+    "credprov/pullmanager/locks.py": "pending (kube)",
+    "credprov/pullmanager/manager.py": "pending (kube)",
+    "credprov/pullmanager/memstore.py": "pending (kube)",
+    "credprov/pullmanager/policies.py": "pending (kube)",
+    "credprov/pullmanager/preloaded.py": "pending (kube)",
+    "credprov/pullmanager/types.py": "pending (kube)",
+    "credprov/sdk/_cache.py": "pending (sdk)",
+    "credprov/testing/runtime.py": "pending (kube)",
+}
+
+
+def missing_docstrings(root: Path, folders: Iterable[str]) -> list[str]:
+    """Public modules, classes and functions (methods of public classes included; nested
+    functions are not public) under ``folders`` of ``root`` without a docstring, as
+    ``path`` for a module and ``path:Class.name`` otherwise."""
+    missing: list[str] = []
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
+            if ast.get_docstring(tree) is None:
+                missing.append(rel)
+            stack: list[tuple[ast.AST, str]] = [(tree, "")]
+            while stack:
+                node, prefix = stack.pop()
+                for child in ast.iter_child_nodes(node):
+                    if not isinstance(
+                        child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+                    ) or child.name.startswith("_"):
+                        continue
+                    if ast.get_docstring(child) is None:
+                        missing.append(f"{rel}:{prefix}{child.name}")
+                    if isinstance(child, ast.ClassDef):
+                        stack.append((child, f"{prefix}{child.name}."))
+    return sorted(missing)
+
+
+def test_public_definitions_have_docstrings() -> None:
+    missing = [
+        m
+        for m in missing_docstrings(ROOT, ["credprov"])
+        if m.split(":")[0] not in DOCSTRING_ALLOWLIST
+    ]
+    assert not missing, "public definitions without a docstring: " + ", ".join(missing)
+    stale = [
+        f
+        for f, why in DOCSTRING_ALLOWLIST.items()
+        if "pending" not in why and not any(m.startswith(f) for m in missing_docstrings(ROOT, [f]))
+    ]
+    assert not stale, "remove from DOCSTRING_ALLOWLIST: " + ", ".join(stale)
+
+
+def test_missing_docstrings_are_found(tmp_path: Path) -> None:
+    _write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": '"""Documented."""\n',
+            "pkg/bare.py": (
+                "def public(): ...\n"
+                "def _private(): ...\n"
+                "class C:\n"
+                '    """Documented."""\n'
+                "    def method(self): ...\n"
+                "    def _helper(self): ...\n"
+                "    def outer(self):\n"
+                '        """Documented."""\n'
+                "        def nested(): ...\n"
+                "class _Hidden:\n"
+                "    def method(self): ...\n"
+            ),
+        },
+    )
+    assert missing_docstrings(tmp_path, ["pkg"]) == [
+        "pkg/bare.py",
+        "pkg/bare.py:C.method",
+        "pkg/bare.py:public",
+    ]

@@ -133,12 +133,16 @@ class ExecPlugin:
         self.launcher = launcher
 
     def environment(self) -> dict[str, str]:
+        """The plugin's environment: the base (this process's unless given) with the
+        config's ``env`` applied over it, as the kubelet builds it.
+        """
         environ = dict(os.environ if self.base_environ is None else self.base_environ)
         for var in self.env:
             environ[var.name] = var.value
         return environ
 
     def request_bytes(self, request: internal.CredentialProviderRequest) -> bytes:
+        """``request`` encoded as the kubelet writes it to the plugin's stdin."""
         return encode_request(request, self.api_version)
 
     def run(self, request: internal.CredentialProviderRequest) -> ExecResult:

@@ -112,6 +112,9 @@ class PluginProvider:
         self._host_paths: dict[str, tuple[str, ...]] = {}
 
     def is_image_allowed(self, image: str) -> bool:
+        """Whether ``image`` matches one of the provider's ``matchImages``
+        (matching is worked out once per registry host).
+        """
         split = split_plain_target(image)
         if split is None:
             return _image_allowed(self.provider.match_images, image)

@@ -150,6 +150,7 @@ class CredentialProviders:
         return keyring.lookup(image), results
 
     def executions(self) -> dict[str, int]:
+        """How many times each provider's plugin has run, by provider name."""
         return {p.name: p.executions for p in self.providers}
 
 
