@@ -70,8 +70,8 @@ def _requests_per_call(registry: Any, call: Callable[[], Any]) -> int:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from credprov.credentialprovider.chain import PodInfo
     from credprov.credentialprovider.engine import Engine
-    from credprov.credentialprovider.plugin.provider import PodInfo
     from credprov.cri.client import CRIRuntime
     from credprov.kubelet.ensure import Container
     from credprov.kubelet.node import KubeletNode, ProviderErrors

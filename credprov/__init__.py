@@ -27,10 +27,10 @@ from __future__ import annotations
 # this name as typing's TYPE_CHECKING).
 TYPE_CHECKING = False
 
-__version__ = "0.1.0"
-
 #: public name -> module that defines it
 _EXPORTS = {
+    # the release
+    "__version__": "credprov.version",
     # one call, and the chain behind it
     "resolve_credentials": "credprov.credentialprovider.engine",
     "Engine": "credprov.credentialprovider.engine",
@@ -116,3 +116,4 @@ if TYPE_CHECKING:
     from credprov.credentialprovider.plugin.config import ConfigError, load_config
     from credprov.credentialprovider.plugin.registry import register_credential_provider_plugins
     from credprov.errors import CredprovError
+    from credprov.version import __version__

@@ -39,6 +39,7 @@ class CredprovError(Exception):
     hint: str = ""
 
     def with_hint(self, hint: str) -> CredprovError:
+        """Set :attr:`hint` and return the error, for ``raise Error(...).with_hint(...)``."""
         self.hint = hint
         return self
 

@@ -184,20 +184,6 @@ def _fold_eq(key: str, name: str) -> bool:
     return all(k == n or k.casefold() == n.casefold() for k, n in zip(key, name, strict=True))
 
 
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
-
-
 def interpret_meta(data: Any) -> tuple[str, str]:
     """``json.DefaultMetaFactory.Interpret`` minus the group/version split: (apiVersion, kind).
 
@@ -208,8 +194,9 @@ def interpret_meta(data: Any) -> tuple[str, str]:
     if data is None:
         return "", ""
     if not isinstance(data, dict):
+        kind = gojson.json_kind(data)
         raise DecodeError(
-            f"{prefix}json: cannot unmarshal {_json_kind(data)} into Go value of type {_GVK_STRUCT}"
+            f"{prefix}json: cannot unmarshal {kind} into Go value of type {_GVK_STRUCT}"
         )
     found: dict[str, str] = {}
     error: str | None = None
@@ -220,7 +207,7 @@ def interpret_meta(data: Any) -> tuple[str, str]:
                     continue
                 if not isinstance(value, str):
                     error = error or (
-                        f"{prefix}json: cannot unmarshal {_json_kind(value)} into Go struct "
+                        f"{prefix}json: cannot unmarshal {gojson.json_kind(value)} into Go struct "
                         f"field .{name} of type string"
                     )
                     continue
@@ -286,6 +273,7 @@ class Scalar:
 
     @property
     def go_type(self) -> str:
+        """The Go type errors name: the declared type's name, else its kind."""
         return self.go_name or self.kind
 
 
@@ -304,6 +292,7 @@ class Slice:
 
     @property
     def go_type(self) -> str:
+        """``[]<elem>``, as Go writes the slice type."""
         return "[]" + self.elem.go_type
 
 
@@ -315,6 +304,7 @@ class Map:
 
     @property
     def go_type(self) -> str:
+        """``map[string]<elem>``, as Go writes the map type."""
         return "map[string]" + self.elem.go_type
 
 
@@ -326,6 +316,7 @@ class Ptr:
 
     @property
     def go_type(self) -> str:
+        """The pointed-to type: encoding/json's errors name that, not ``*T``."""
         return self.elem.go_type  # errors name the pointed-to type
 
 
@@ -339,6 +330,7 @@ class Struct:
 
     @property
     def go_type(self) -> str:
+        """``<pkg>.<Name>``, as Go names the type in errors."""
         return f"{self.pkg}.{self.name}"
 
 
@@ -366,7 +358,7 @@ class _Decoder:
     # errors ---------------------------------------------------------------------------------
 
     def _type_error(self, value: Any, go_type: str, what: str | None = None) -> str:
-        what = what or _json_kind(value)
+        what = what or gojson.json_kind(value)
         if self.struct_name is not None or self.field_stack:
             where = f"Go struct field {self.struct_name or ''}.{'.'.join(self.field_stack)}"
         else:
@@ -390,94 +382,113 @@ class _Decoder:
     # values ---------------------------------------------------------------------------------
 
     def value(self, spec: Spec, value: Any, path: str, current: Any = None) -> Any:
-        if isinstance(spec, Duration):
-            if value is None:
-                return None
-            if not isinstance(value, str):
-                # metav1.Duration.UnmarshalJSON's own json.Unmarshal fails; the error is
-                # returned at once and gets the outer field context.
-                raise _Abort(self._type_error(value, "string"))
-            try:
-                parse_duration(value)
-            except DurationError as exc:
-                raise _Abort(str(exc)) from None
-            return value
+        """``value`` decoded into ``spec`` at ``path`` (``current``: what the target held);
+        :data:`_KEEP` when Go leaves the target as it was (null, or a saved type error)."""
         if isinstance(spec, Ptr):
             if value is None:
                 return None
             return self.value(spec.elem, value, path, current)
+        if isinstance(spec, Duration):
+            return self._duration(value)
         if isinstance(spec, Scalar):
-            if value is None:
-                return _KEEP
-            if spec.kind == "int":
-                if isinstance(value, bool) or not isinstance(value, int | float):
-                    self._save(value, spec.go_type)
-                    return _KEEP
-                literal = json_number_text(value)
-                bits = 32 if spec.go_name.endswith("32") else 64
-                if _INTEGER.fullmatch(literal) and -(1 << bits - 1) <= int(literal) < 1 << bits - 1:
-                    return int(literal)
-                if self.saved is None:  # encoding/json names the number by its literal
-                    self.saved = self._type_error(value, spec.go_type, f"number {literal}")
-                return _KEEP
-            if spec.kind == "object":  # a non-empty interface: only null decodes into it
-                self._save(value, spec.go_type)
-                return _KEEP
-            ok = isinstance(value, bool) if spec.kind == "bool" else isinstance(value, str)
-            if not ok:
-                self._save(value, spec.go_type)
-                return _KEEP
-            return value
+            return self._scalar(spec, value)
         if isinstance(spec, Slice):
-            if value is None:
-                return None
-            if not isinstance(value, list):
-                self._save(value, spec.go_type)
-                return _KEEP
-            out = []
-            for i, item in enumerate(value):
-                got = self.value(spec.elem, item, f"{path}[{i}]")
-                out.append(_zero(spec.elem) if got is _KEEP else got)
-            return out
+            return self._slice(spec, value, path)
         if isinstance(spec, Map):
-            if value is None:
-                return None
-            if not isinstance(value, dict):
-                self._save(value, spec.go_type)
-                return _KEEP
-            out_map: dict[str, Any] = {}
-            seen: set[str] = set()
-            for key, item in _pairs(value):
-                if key in seen:
-                    self._strict("duplicate", path, key)
-                seen.add(key)
-                got = self.value(spec.elem, item, f"{path}.{key}" if path else key)
-                out_map[key] = _zero(spec.elem) if got is _KEEP else got
-            return out_map
-        # Struct
+            return self._map(spec, value, path)
+        return self._struct(spec, value, path, current)
+
+    def _duration(self, value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            # metav1.Duration.UnmarshalJSON's own json.Unmarshal fails; the error is
+            # returned at once and gets the outer field context.
+            raise _Abort(self._type_error(value, "string"))
+        try:
+            parse_duration(value)
+        except DurationError as exc:
+            raise _Abort(str(exc)) from None
+        return value
+
+    def _scalar(self, spec: Scalar, value: Any) -> Any:
+        if value is None:
+            return _KEEP
+        if spec.kind == "int":
+            return self._int(spec, value)
+        if spec.kind == "object":  # a non-empty interface: only null decodes into it
+            self._save(value, spec.go_type)
+            return _KEEP
+        ok = isinstance(value, bool) if spec.kind == "bool" else isinstance(value, str)
+        if not ok:
+            self._save(value, spec.go_type)
+            return _KEEP
+        return value
+
+    def _int(self, spec: Scalar, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self._save(value, spec.go_type)
+            return _KEEP
+        literal = json_number_text(value)
+        bits = 32 if spec.go_name.endswith("32") else 64
+        if _INTEGER.fullmatch(literal) and -(1 << bits - 1) <= int(literal) < 1 << bits - 1:
+            return int(literal)
+        if self.saved is None:  # encoding/json names the number by its literal
+            self.saved = self._type_error(value, spec.go_type, f"number {literal}")
+        return _KEEP
+
+    def _slice(self, spec: Slice, value: Any, path: str) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            self._save(value, spec.go_type)
+            return _KEEP
+        out = []
+        for i, item in enumerate(value):
+            got = self.value(spec.elem, item, f"{path}[{i}]")
+            out.append(_zero(spec.elem) if got is _KEEP else got)
+        return out
+
+    def _map(self, spec: Map, value: Any, path: str) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            self._save(value, spec.go_type)
+            return _KEEP
+        out: dict[str, Any] = {}
+        seen: set[str] = set()
+        for key, item in _pairs(value):
+            if key in seen:
+                self._strict("duplicate", path, key)
+            seen.add(key)
+            got = self.value(spec.elem, item, f"{path}.{key}" if path else key)
+            out[key] = _zero(spec.elem) if got is _KEEP else got
+        return out
+
+    def _struct(self, spec: Struct, value: Any, path: str, current: Any) -> Any:
         if value is None:
             return _KEEP
         if not isinstance(value, dict):
             self._save(value, spec.go_type)
             return _KEEP
-        out_struct: dict[str, Any] = dict(current) if isinstance(current, dict) else {}
-        seen_fields: set[str] = set()
+        out: dict[str, Any] = dict(current) if isinstance(current, dict) else {}
+        seen: set[str] = set()
         saved_stack, saved_struct = list(self.field_stack), self.struct_name
         for key, item in _pairs(value):
             sub = spec.fields.get(key)
             if sub is None:
                 self._strict("unknown", path, key)
                 continue
-            if key in seen_fields:
+            if key in seen:
                 self._strict("duplicate", path, key)
-            seen_fields.add(key)
+            seen.add(key)
             self.field_stack.append(key)
             self.struct_name = spec.name
-            got = self.value(sub, item, f"{path}.{key}" if path else key, out_struct.get(key))
+            got = self.value(sub, item, f"{path}.{key}" if path else key, out.get(key))
             self.field_stack, self.struct_name = list(saved_stack), saved_struct
             if got is not _KEEP:
-                out_struct[key] = got
-        return out_struct
+                out[key] = got
+        return out
 
 
 _INTEGER = re.compile(r"-?[0-9]+")

@@ -37,6 +37,8 @@ import json
 import re
 from collections.abc import Callable
 
+from credprov.errors import GoError
+
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
     from typing import Any
@@ -53,12 +55,13 @@ class GoFloat(float):
 
     @classmethod
     def parse(cls, text: str) -> GoFloat:
+        """The number of JSON literal ``text``, remembering ``text``."""
         number = cls(text)
         number.literal = text
         return number
 
 
-class JSONSyntaxError(ValueError):
+class JSONSyntaxError(GoError, ValueError):
     """encoding/json's ``*SyntaxError``: ``str()`` is Go's text; ``offset`` is Go's offset."""
 
     def __init__(self, msg: str, offset: int) -> None:
@@ -74,6 +77,27 @@ def _go_replace(exc: UnicodeError) -> tuple[str, int]:
 
 
 codecs.register_error("credprov.go-utf8", _go_replace)
+
+
+def json_kind(value: Any) -> str:
+    """The JSON kind of a decoded value as encoding/json names it in its errors (``bool``,
+    ``number``, ``string``, ``array``, ``object``); ``null`` for None and anything else.
+
+    One classification for every reader of parsed JSON or YAML: the strict decoder's
+    ``cannot unmarshal <kind> into ...``, and plugins' config messages, which name the
+    kinds in their own words.
+    """
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"
 
 
 def go_decode(data: bytes) -> str:
@@ -113,127 +137,151 @@ _IN_OBJECT_KEY, _IN_OBJECT_VALUE, _IN_ARRAY = range(3)
 def syntax_error(data: bytes) -> JSONSyntaxError | None:
     """The error ``json.Unmarshal`` finds before decoding (``checkValid``), or None.
 
-    Iterative: 10,000 levels of nesting cost no Python stack.
+    Iterative: 10,000 levels of nesting cost no Python stack. ``stack`` holds what each open
+    container expects next; ``state`` what the scanner expects next.
     """
     n = len(data)
     stack: list[int] = []
     state = _VALUE
     i = 0
-
-    def error(at: int, context: str) -> JSONSyntaxError:
-        if at >= n:  # the space the scanner feeds at the end of the input
-            return JSONSyntaxError(f"invalid character ' ' {context}", n)
-        return JSONSyntaxError(f"invalid character {quote_char(data[at])} {context}", at + 1)
-
     while True:
         i = _SPACE_RUN.match(data, i).end()  # type: ignore[union-attr]
         if state == _AFTER_VALUE:
             if not stack:
-                if i < n:
-                    return error(i, "after top-level value")
-                return None
-            top = stack[-1]
+                return _error(data, i, "after top-level value") if i < n else None
             if i >= n:
                 return JSONSyntaxError("unexpected end of JSON input", n)
-            c = data[i]
-            if top == _IN_OBJECT_KEY:
-                if c != 0x3A:  # ':'
-                    return error(i, "after object key")
-                stack[-1] = _IN_OBJECT_VALUE
-                state = _VALUE
-            elif top == _IN_OBJECT_VALUE:
-                if c == 0x2C:  # ','
-                    stack[-1] = _IN_OBJECT_KEY
-                    state = _KEY
-                elif c == 0x7D:  # '}'
-                    stack.pop()
-                else:
-                    return error(i, "after object key:value pair")
-            else:
-                if c == 0x2C:
-                    state = _VALUE
-                elif c == 0x5D:  # ']'
-                    stack.pop()
-                else:
-                    return error(i, "after array element")
+            after = _after_value(data, i, stack)
+            if isinstance(after, JSONSyntaxError):
+                return after
+            state = after
             i += 1
             continue
         if i >= n:
             return JSONSyntaxError("unexpected end of JSON input", n)
         c = data[i]
-        if state == _KEY_OR_CLOSE and c == 0x7D:
+        if state == _KEY_OR_CLOSE and c == 0x7D:  # '}': closed below, as after a value
             stack[-1] = _IN_OBJECT_VALUE
             state = _AFTER_VALUE
             continue
-        if state == _VALUE_OR_CLOSE and c == 0x5D:
+        if state == _VALUE_OR_CLOSE and c == 0x5D:  # ']'
             state = _AFTER_VALUE
             continue
         if state in (_KEY, _KEY_OR_CLOSE):
             if c != 0x22:
-                return error(i, "looking for beginning of object key string")
+                return _error(data, i, "looking for beginning of object key string")
         elif c == 0x7B or c == 0x5B:  # '{' or '['
             stack.append(_IN_OBJECT_KEY if c == 0x7B else _IN_ARRAY)
             if len(stack) > MAX_DEPTH:
-                return error(i, "exceeded max depth")
+                return _error(data, i, "exceeded max depth")
             state = _KEY_OR_CLOSE if c == 0x7B else _VALUE_OR_CLOSE
             i += 1
             continue
-        if c == 0x22:  # a string
-            i += 1
-            while True:
-                i = _STRING_RUN.match(data, i).end()  # type: ignore[union-attr]
-                if i >= n:
-                    return JSONSyntaxError("unexpected end of JSON input", n)
-                c = data[i]
-                if c == 0x22:
-                    i += 1
-                    break
-                if c < 0x20:
-                    return error(i, "in string literal")
-                i += 1  # a backslash (at the end, the scanner's space is a bad escape)
-                if i < n and data[i] in _ESCAPES:
-                    i += 1
-                elif i < n and data[i] == 0x75:  # 'u'
-                    for k in range(1, 5):
-                        if i + k >= n or data[i + k] not in _HEX:
-                            return error(i + k, "in \\u hexadecimal character escape")
-                    i += 5
-                else:
-                    return error(i, "in string escape code")
-            state = _AFTER_VALUE
-            continue
-        if c == 0x2D or 0x30 <= c <= 0x39:  # a number
-            if c == 0x2D:
-                i += 1
-                if i >= n or not 0x30 <= data[i] <= 0x39:
-                    return error(i, "in numeric literal")
-            if data[i] == 0x30:
-                i += 1
-            else:
-                i = _DIGITS.match(data, i).end()  # type: ignore[union-attr]
-            if i < n and data[i] == 0x2E:  # '.'
-                i += 1
-                if i >= n or not 0x30 <= data[i] <= 0x39:
-                    return error(i, "after decimal point in numeric literal")
-                i = _DIGITS.match(data, i).end()  # type: ignore[union-attr]
-            if i < n and data[i] in (0x65, 0x45):  # 'e' 'E'
-                i += 1
-                if i < n and data[i] in (0x2B, 0x2D):
-                    i += 1
-                if i >= n or not 0x30 <= data[i] <= 0x39:
-                    return error(i, "in exponent of numeric literal")
-                i = _DIGITS.match(data, i).end()  # type: ignore[union-attr]
-            state = _AFTER_VALUE
-            continue
-        literal = _LITERALS.get(c)
-        if literal is None:
-            return error(i, "looking for beginning of value")
-        name = literal.decode()
-        for k in range(1, len(literal)):
-            if i + k >= n or data[i + k] != literal[k]:
-                return error(i + k, f"in literal {name} (expecting {chr(literal[k])!r})")
-        i += len(literal)
+        end = _scalar_end(data, i)
+        if isinstance(end, JSONSyntaxError):
+            return end
+        i = end
         state = _AFTER_VALUE
+
+
+def _error(data: bytes, at: int, context: str) -> JSONSyntaxError:
+    """The scanner's error for the byte at ``at`` (Go's offset is one past it)."""
+    if at >= len(data):  # the space the scanner feeds at the end of the input
+        return JSONSyntaxError(f"invalid character ' ' {context}", len(data))
+    return JSONSyntaxError(f"invalid character {quote_char(data[at])} {context}", at + 1)
+
+
+def _after_value(data: bytes, i: int, stack: list[int]) -> int | JSONSyntaxError:
+    """The byte after a value inside a container (``:``, ``,`` or a close): the next state,
+    with ``stack`` updated."""
+    c = data[i]
+    top = stack[-1]
+    if top == _IN_OBJECT_KEY:
+        if c != 0x3A:  # ':'
+            return _error(data, i, "after object key")
+        stack[-1] = _IN_OBJECT_VALUE
+        return _VALUE
+    if top == _IN_OBJECT_VALUE:
+        if c == 0x2C:  # ','
+            stack[-1] = _IN_OBJECT_KEY
+            return _KEY
+        if c == 0x7D:  # '}'
+            stack.pop()
+            return _AFTER_VALUE
+        return _error(data, i, "after object key:value pair")
+    if c == 0x2C:
+        return _VALUE
+    if c == 0x5D:  # ']'
+        stack.pop()
+        return _AFTER_VALUE
+    return _error(data, i, "after array element")
+
+
+def _scalar_end(data: bytes, i: int) -> int | JSONSyntaxError:
+    """The end of the string, number or literal starting at ``i``."""
+    c = data[i]
+    if c == 0x22:
+        return _string_end(data, i + 1)
+    if c == 0x2D or 0x30 <= c <= 0x39:
+        return _number_end(data, i)
+    literal = _LITERALS.get(c)
+    if literal is None:
+        return _error(data, i, "looking for beginning of value")
+    name = literal.decode()
+    for k in range(1, len(literal)):
+        if i + k >= len(data) or data[i + k] != literal[k]:
+            return _error(data, i + k, f"in literal {name} (expecting {chr(literal[k])!r})")
+    return i + len(literal)
+
+
+def _string_end(data: bytes, i: int) -> int | JSONSyntaxError:
+    """The end of a string whose opening quote is just before ``i``."""
+    n = len(data)
+    while True:
+        i = _STRING_RUN.match(data, i).end()  # type: ignore[union-attr]
+        if i >= n:
+            return JSONSyntaxError("unexpected end of JSON input", n)
+        c = data[i]
+        if c == 0x22:
+            return i + 1
+        if c < 0x20:
+            return _error(data, i, "in string literal")
+        i += 1  # a backslash (at the end, the scanner's space is a bad escape)
+        if i < n and data[i] in _ESCAPES:
+            i += 1
+        elif i < n and data[i] == 0x75:  # 'u'
+            for k in range(1, 5):
+                if i + k >= n or data[i + k] not in _HEX:
+                    return _error(data, i + k, "in \\u hexadecimal character escape")
+            i += 5
+        else:
+            return _error(data, i, "in string escape code")
+
+
+def _number_end(data: bytes, i: int) -> int | JSONSyntaxError:
+    """The end of the number starting at ``i`` (a ``-`` or a digit)."""
+    n = len(data)
+    if data[i] == 0x2D:
+        i += 1
+        if i >= n or not 0x30 <= data[i] <= 0x39:
+            return _error(data, i, "in numeric literal")
+    if data[i] == 0x30:
+        i += 1
+    else:
+        i = _DIGITS.match(data, i).end()  # type: ignore[union-attr]
+    if i < n and data[i] == 0x2E:  # '.'
+        i += 1
+        if i >= n or not 0x30 <= data[i] <= 0x39:
+            return _error(data, i, "after decimal point in numeric literal")
+        i = _DIGITS.match(data, i).end()  # type: ignore[union-attr]
+    if i < n and data[i] in (0x65, 0x45):  # 'e' 'E'
+        i += 1
+        if i < n and data[i] in (0x2B, 0x2D):
+            i += 1
+        if i >= n or not 0x30 <= data[i] <= 0x39:
+            return _error(data, i, "in exponent of numeric literal")
+        i = _DIGITS.match(data, i).end()  # type: ignore[union-attr]
+    return i
 
 
 # -- decoding -----------------------------------------------------------------------------------
@@ -362,7 +410,7 @@ def has_json_prefix(data: bytes | str) -> bool:
     return text.lstrip(_GO_SPACES).startswith("{")
 
 
-class YAMLError(ValueError):
+class YAMLError(GoError, ValueError):
     """Text that is not YAML (or JSON); ``line`` is 1-based, or None when unknown."""
 
     def __init__(self, reason: str, line: int | None = None) -> None:

@@ -23,6 +23,8 @@ class _Call(Generic[T]):
 
 
 class Group(Generic[T]):
+    """One set of in-flight calls by key (``singleflight.Group``); thread-safe."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._calls: dict[bytes | str, _Call[T]] = {}

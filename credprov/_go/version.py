@@ -102,6 +102,7 @@ class GoURLFamily:
 
     @property
     def releases(self) -> str:
+        """The family's releases in words, as :func:`describe` says them."""
         return describe([self])
 
 

@@ -12,16 +12,8 @@ from __future__ import annotations
 import functools
 
 from credprov._go.decode import (
-    BOOL,
-    STRING,
     DecodeError,
     Document,
-    Duration,
-    Ptr,
-    Scalar,
-    Slice,
-    Spec,
-    Struct,
 )
 from credprov._go.durations import DurationError, format_duration, parse_duration
 from credprov._go.fmt import go_quote
@@ -123,39 +115,6 @@ def __getattr__(name: str) -> Any:
     if name in _MODEL_NAMES:
         return _models()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def config_spec(version: str) -> Struct:
-    """The Go type ``CredentialProviderConfig`` of ``kubelet.config.k8s.io/<version>``."""
-    env = Struct("ExecEnvVar", version, {"name": STRING, "value": STRING})
-    provider_fields: dict[str, Spec] = {
-        "name": STRING,
-        "matchImages": Slice(STRING),
-        "defaultCacheDuration": Ptr(Duration()),
-        "apiVersion": STRING,
-        "args": Slice(STRING),
-        "env": Slice(env),
-    }
-    if version == "v1":
-        provider_fields["tokenAttributes"] = Ptr(
-            Struct(
-                "ServiceAccountTokenAttributes",
-                version,
-                {
-                    "serviceAccountTokenAudience": STRING,
-                    "cacheType": Scalar("string", f"{version}.ServiceAccountTokenCacheType"),
-                    "requireServiceAccount": Ptr(BOOL),
-                    "requiredServiceAccountAnnotationKeys": Slice(STRING),
-                    "optionalServiceAccountAnnotationKeys": Slice(STRING),
-                },
-            )
-        )
-    provider = Struct("CredentialProvider", version, provider_fields)
-    return Struct(
-        "CredentialProviderConfig",
-        version,
-        {"kind": STRING, "apiVersion": STRING, "providers": Slice(provider)},
-    )
 
 
 def _duration(value: str | None) -> int | None:

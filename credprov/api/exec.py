@@ -19,15 +19,8 @@ import re
 from typing import Any
 
 from credprov._go.decode import (
-    STRING,
     DecodeError,
     Document,
-    Duration,
-    Map,
-    Ptr,
-    Scalar,
-    Spec,
-    Struct,
     group_version_string,
     interpret_meta,
     parse_group_version,
@@ -36,29 +29,6 @@ from credprov._go.decode import (
 from credprov._go.durations import format_duration, parse_duration
 from credprov._go.fmt import go_quote
 from credprov.api import internal, scheme
-
-
-def exec_spec(kind: str, version: str) -> Struct:
-    """The Go type of ``credentialprovider.kubelet.k8s.io/<version>`` ``kind``."""
-    if kind == internal.REQUEST_KIND:
-        fields: dict[str, Spec] = {"kind": STRING, "apiVersion": STRING, "image": STRING}
-        if version == "v1":
-            fields["serviceAccountToken"] = STRING
-            fields["serviceAccountAnnotations"] = Map(STRING)
-        return Struct(internal.REQUEST_KIND, version, fields)
-    auth = Struct("AuthConfig", version, {"username": STRING, "password": STRING})
-    return Struct(
-        internal.RESPONSE_KIND,
-        version,
-        {
-            "kind": STRING,
-            "apiVersion": STRING,
-            "cacheKeyType": Scalar("string", f"{version}.PluginCacheKeyType"),
-            "cacheDuration": Ptr(Duration()),
-            "auth": Map(auth),
-        },
-    )
-
 
 # -- JSON exactly as Go's json.Encoder writes it -----------------------------------------------
 
@@ -84,6 +54,9 @@ _GO_ESCAPES = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
 
 
 def api_version_of(version: str) -> str:
+    """The exec API's ``apiVersion`` for ``version``
+    (``v1`` -> ``credentialprovider.kubelet.k8s.io/v1``).
+    """
     return f"{internal.EXEC_GROUP}/{version}"
 
 

@@ -50,6 +50,7 @@ from credprov._go.decode import (
 )
 from credprov._go.fmt import go_quote
 from credprov.api import internal, meta
+from credprov.api.specs import config_spec, exec_spec
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
@@ -189,11 +190,7 @@ def _not_registered(group: str, version: str, kind: str) -> str:
 
 def _versioned_spec(group: str, version: str, kind: str) -> Struct:
     if group == internal.CONFIG_GROUP:
-        from credprov.api.config import config_spec
-
         return config_spec(version)
-    from credprov.api.exec import exec_spec
-
     return exec_spec(kind, version)
 
 

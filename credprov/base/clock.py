@@ -28,6 +28,8 @@ __all__ = ["Clock", "FakeClock", "RealClock", "utc_now"]
 
 
 class Clock(Protocol):
+    """What reads the time: monotonic nanoseconds and wall-clock seconds."""
+
     def now(self) -> int:
         """Monotonic time in nanoseconds."""
         ...
@@ -41,9 +43,11 @@ class RealClock:
     """The system's clocks: monotonic for ``now``, the wall clock for ``time``."""
 
     def now(self) -> int:
+        """``time.monotonic_ns()``."""
         return time.monotonic_ns()
 
     def time(self) -> float:
+        """``time.time()``."""
         return time.time()
 
 
@@ -61,18 +65,22 @@ class FakeClock:
         self._lock = threading.Lock()
 
     def now(self) -> int:
+        """The fake monotonic time in nanoseconds."""
         with self._lock:
             return self._now
 
     def time(self) -> float:
+        """The fake wall-clock time: the start's, moved as the monotonic time moved."""
         with self._lock:
             return self._wall_offset + self._now / 1e9
 
     def step(self, ns: int) -> None:
+        """Move both readings ``ns`` nanoseconds on."""
         with self._lock:
             self._now += ns
 
     def set(self, ns: int) -> None:
+        """Set the monotonic reading to ``ns`` (the wall clock follows)."""
         with self._lock:
             self._now = ns
 

@@ -33,6 +33,7 @@ from credprov.base.fileio import (
     file_kind,
     read_regular_fd,
 )
+from credprov.errors import FileError
 
 __all__ = ["MAX_LIST_ENTRIES", "MAX_READ_BYTES", "NodeFileError", "NodeRoot", "describe_error"]
 
@@ -47,7 +48,7 @@ _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NO
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
-class NodeFileError(OSError):
+class NodeFileError(FileError, OSError):
     """A node file that cannot be read safely; ``str()`` is one line naming it."""
 
 
@@ -84,6 +85,7 @@ class NodeRoot:
 
     @property
     def is_host(self) -> bool:
+        """Whether the root is this machine's ``/``."""
         return self.root == "/"
 
     # -- resolution ------------------------------------------------------------------------
@@ -208,9 +210,11 @@ class NodeRoot:
         return self.stat(node_path, follow=False)
 
     def exists(self, node_path: str) -> bool:
+        """Whether ``node_path`` resolves to something inside the root."""
         return self.stat(node_path) is not None
 
     def is_executable_file(self, node_path: str) -> bool:
+        """Whether ``node_path`` is a regular file with an execute bit."""
         st = self.stat(node_path)
         return st is not None and stat.S_ISREG(st.st_mode) and bool(st.st_mode & 0o111)
 
@@ -272,6 +276,7 @@ class NodeRoot:
             os.close(fd)
 
     def read_text(self, node_path: str, limit: int = MAX_READ_BYTES) -> str:
+        """The file as text (UTF-8, bad bytes replaced), at most ``limit`` bytes read."""
         return self.read(node_path, limit).decode("utf-8", "replace")
 
     def entries(self, node_path: str) -> list[tuple[str, bool]]:

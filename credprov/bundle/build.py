@@ -37,7 +37,6 @@ import gzip
 import hashlib
 import importlib.util
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -50,10 +49,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from credprov import __version__
 from credprov.bundle._multicall import PLUGINS, RUNTIME_NAME, TOOLS
-
-BUNDLE_DIR = "credprov-plugins"
+from credprov.bundle.layout import BUNDLE_DIR, BundleError, go_arch
+from credprov.bundle.tarball import open_bundle
+from credprov.version import __version__
 
 #: Plugin name → the top-level packages it needs beyond credprov and its plugin package.
 PLUGIN_PACKAGES = {
@@ -83,7 +82,6 @@ EXCLUDES = (
     "google.protobuf",
     "credprov.cli",
     "credprov.cri",
-    "credprov.runtime",
     "credprov_gcp.fakes",
 )
 
@@ -94,18 +92,14 @@ DROPPED_RUNTIME_HOOKS = ("pyi_rth_inspect", "pyi_rth_pkgutil", "pyi_rth_multipro
 #: roles, SSO for profiles that use it); every other service's models are removed.
 BOTOCORE_SERVICES = ("ecr", "ecr-public", "sts", "sso", "sso-oidc")
 
-_GO_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
-
 #: The installed files' modes are normalised; the tarball's entries carry this mtime.
 _EPOCH = 1_700_000_000
 
 
-class BundleError(Exception):
-    """The bundle cannot be built; ``str()`` is one line."""
-
-
 @dataclass(frozen=True)
 class BundleResult:
+    """A bundle built (or copied from the cache): its tarball and what went into it."""
+
     tarball: Path
     build_id: str
     plugins: tuple[str, ...]
@@ -116,16 +110,10 @@ class BundleResult:
     cached: bool = False  # copied from a build of the same inputs, not built now
 
 
-def go_arch(machine: str | None = None) -> str:
-    """This machine's architecture as Go (and container images) name it."""
-    machine = (machine or platform.machine()).lower()
-    try:
-        return _GO_ARCH[machine]
-    except KeyError:
-        raise BundleError(f"unsupported architecture {machine!r}") from None
-
-
 def tarball_name(arch: str | None = None) -> str:
+    """``credprov-plugins-<version>-linux-<arch>.tar.gz`` (this machine's arch unless
+    given).
+    """
     return f"{BUNDLE_DIR}-{__version__}-linux-{arch or go_arch()}.tar.gz"
 
 
@@ -445,7 +433,5 @@ def unpack(tarball: Path, dest: Path) -> Path:
     Raises:
         BundleError: not a whole, well-formed bundle, or ``dest`` cannot be written.
     """
-    from credprov.bundle.tarball import open_bundle
-
     with open_bundle(tarball, tmp_dir=dest if dest.is_dir() else None) as bundle:
         return bundle.extract(dest)

@@ -50,14 +50,13 @@ from pathlib import Path
 
 from credprov.bundle.build import (
     PLUGIN_PACKAGES,
-    BundleError,
     BundleResult,
     _package_root,
     build_bundle,
-    go_arch,
     make_out_dir,
     select_plugins,
 )
+from credprov.bundle.layout import BundleError, go_arch
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +89,8 @@ _VENV = "/venv"
 
 _ENTRY = """\
 import json, sys
-from credprov.bundle.build import BundleError, build_bundle
+from credprov.bundle.build import build_bundle
+from credprov.bundle.layout import BundleError
 try:
     r = build_bundle(sys.argv[1], sys.argv[2:])
 except BundleError as exc:

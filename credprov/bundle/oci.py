@@ -55,12 +55,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from credprov import __version__
 from credprov.base.rootfs import NodeRoot
 from credprov.bundle._elf import dynamic_info, machine
 from credprov.bundle._multicall import TOOLS
-from credprov.bundle.build import BUNDLE_DIR, BundleError, _temp_next_to, go_arch, newest_glibc
+from credprov.bundle.build import _temp_next_to, newest_glibc
+from credprov.bundle.layout import BUNDLE_DIR, BundleError, go_arch
 from credprov.bundle.tarball import BundleTarball, Limits, open_bundle
+from credprov.version import __version__
 
 DEFAULT_BUSYBOX = "/bin/busybox"
 IMAGE_NAME = "localhost/credprov-plugins-installer"
@@ -88,6 +89,8 @@ MEDIA_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
 
 @dataclass(frozen=True)
 class ImageResult:
+    """An installer image written: the archive, its reference, digests and size."""
+
     archive: Path
     reference: str
     #: What ``index.json`` names: the image manifest, or for several platforms the index.
@@ -113,9 +116,11 @@ class Sysroot:
 
     @property
     def is_host(self) -> bool:
+        """Whether the root is this machine's ``/``."""
         return os.path.abspath(self.root) == "/"
 
     def display(self, path: str) -> str:
+        """``path`` as messages show it: with the root named unless it is ``/``."""
         return path if self.is_host else f"{path} (in {self.root})"
 
 
@@ -248,6 +253,7 @@ class RuntimeNeeds:
     glibc: tuple[int, ...] = (2, 0)
 
     def add(self, name: str, data: bytes) -> None:
+        """Account for one file of the bundle (``name``, its bytes ``data``)."""
         self.provided.add(name.rsplit("/", 1)[-1])
         info = dynamic_info(data)
         if info is None:

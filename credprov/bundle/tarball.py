@@ -46,12 +46,9 @@ from typing import IO
 
 from credprov.base.fileio import file_kind
 from credprov.bundle._elf import machine
-from credprov.bundle.build import _GO_ARCH, BUNDLE_DIR, BundleError
+from credprov.bundle.layout import ARCHES, BUNDLE_DIR, BundleError
 
 __all__ = ["BundleTarball", "Limits", "open_bundle"]
-
-#: The architectures an installer image can be made for (a bundle's ``linux/<arch>``).
-ARCHES = frozenset(_GO_ARCH.values())
 
 _BLOCK = tarfile.BLOCKSIZE
 _CHUNK = 1 << 20

@@ -79,7 +79,7 @@ def _mb(size: int) -> str:
 
 def _sysroots(specs: list[str]) -> dict[str, str]:
     """``--sysroot ARCH=DIR`` options as ``{arch: dir}``."""
-    from credprov.bundle.tarball import ARCHES
+    from credprov.bundle.layout import ARCHES
 
     roots: dict[str, str] = {}
     for spec in specs:
@@ -112,8 +112,8 @@ def _check_usage(args: argparse.Namespace) -> None:
 
 def _arches(spec: str | None) -> list[str]:
     """``--arch`` as a list without repeats (this machine's when not given)."""
-    from credprov.bundle.build import go_arch
     from credprov.bundle.cross import check_arch
+    from credprov.bundle.layout import go_arch
 
     if not spec:
         return [go_arch()]
@@ -126,24 +126,20 @@ def _arches(spec: str | None) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Build the bundles and/or the installer image ``args`` ask for."""
-    from credprov.bundle.build import BundleError
-
+    """Build the bundles and/or the installer image ``args`` ask for. A
+    :class:`~credprov.bundle.layout.BundleError` reaches the one error handler."""
     _check_usage(args)
     sysroots = _sysroots(args.sysroot)
     document: dict[str, Any] = {"bundles": [], "image": None}
-    try:
-        with contextlib.ExitStack() as stack:
-            if args.from_tarball:
-                tarballs = list(args.from_tarball)
-            else:
-                # Without --out the tarball is only a step towards the image.
-                out = args.out or stack.enter_context(_scratch_dir())
-                tarballs = _build(args, out, sysroots, document)
-            if args.oci_archive:
-                document["image"] = _image(args, tarballs, sysroots)
-    except BundleError as exc:  # not (yet) under credprov's error root
-        raise CLIError(str(exc)) from None
+    with contextlib.ExitStack() as stack:
+        if args.from_tarball:
+            tarballs = list(args.from_tarball)
+        else:
+            # Without --out the tarball is only a step towards the image.
+            out = args.out or stack.enter_context(_scratch_dir())
+            tarballs = _build(args, out, sysroots, document)
+        if args.oci_archive:
+            document["image"] = _image(args, tarballs, sysroots)
     if args.output == "json":
         opts.print_json(document)
     return EXIT_OK
@@ -154,7 +150,8 @@ def _build(
 ) -> list[Any]:
     """Build one bundle per ``--arch`` into ``out``; their tarballs. Each is reported as it
     is done (a line, or an entry of ``document["bundles"]`` with ``-o json``)."""
-    from credprov.bundle.build import build_bundle, go_arch
+    from credprov.bundle.build import build_bundle
+    from credprov.bundle.layout import go_arch
 
     arches = _arches(args.arch)
     if args.keep_dir and arches != [go_arch()]:

@@ -80,6 +80,9 @@ def generate_service_account_cache_key(
 def generate_single_flight_key(
     image: str, token_hash: str, annotations: Mapping[str, str]
 ) -> bytes:
+    """The plugin's singleflight key for a KEP-4412 lookup: the image, the token's hash
+    and the annotations, each length-prefixed so no two inputs give one key.
+    """
     return _lp16(image) + _lp16(token_hash) + _annotations(annotations)
 
 
@@ -113,6 +116,7 @@ class ChangeCounter:
         self._lock = threading.Lock()
 
     def bump(self) -> None:
+        """Record one change."""
         with self._lock:
             self.value += 1
 
@@ -162,6 +166,7 @@ class ExpirationCache:
         return now > entry.expires_at
 
     def get(self, key: bytes) -> CacheEntry | None:
+        """The live entry under ``key``, or None (an expired one is deleted)."""
         now = self._clock.now()
         with self._lock:
             entry = self._entries.get(key)
@@ -174,6 +179,7 @@ class ExpirationCache:
             return entry
 
     def add(self, entry: CacheEntry) -> None:
+        """Insert or replace ``entry`` under its key."""
         with self._lock:
             self._entries[entry.key] = entry
             self.changes.bump()
@@ -192,5 +198,6 @@ class ExpirationCache:
             return len(self._entries)
 
     def keys(self) -> list[bytes]:
+        """The keys held, expired entries not yet purged included."""
         with self._lock:
             return list(self._entries)

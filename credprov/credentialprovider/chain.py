@@ -25,11 +25,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from credprov._go.fmt import go_quote
-from credprov.credentialprovider.images import InvalidImageError, parse_image_name
+from credprov.credentialprovider.images import (
+    InvalidImageError,
+    image_name_error,
+    parse_image_name,
+)
 from credprov.credentialprovider.keyring import (
     DockerKeyring,
     Keyring,
+    ServiceAccountCoordinates,
     TrackedAuthConfig,
     make_pull_secret_keyring,
 )
@@ -42,7 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
     from typing import Any, Protocol
 
-    from credprov.credentialprovider.plugin.provider import ProvideResult
+    from credprov.api import internal
 else:
     Protocol = object
 
@@ -57,6 +61,7 @@ __all__ = [
     "MissingAnnotationError",
     "PluginProviders",
     "PodInfo",
+    "ProvideResult",
     "PullSecrets",
     "ServiceAccountAPI",
     "ServiceAccountError",
@@ -155,6 +160,23 @@ class CredentialRequest:
         self.pod = pod
 
 
+@dataclass
+class ProvideResult:
+    """What one provider contributed to one lookup, for callers and for ``-o json``."""
+
+    name: str
+    matched: bool = False
+    executed: bool = False
+    cached: bool = False
+    cache_key_type: str | None = None
+    cache_duration: int | None = None
+    auth: dict[str, internal.AuthConfig] = field(default_factory=dict)
+    credentials: list[TrackedAuthConfig] = field(default_factory=list)
+    service_account: ServiceAccountCoordinates | None = None
+    error: str | None = None
+    skipped: str | None = None
+
+
 class SourceAnswer:
     """What one source contributed: credentials in try order, and per-provider details."""
 
@@ -205,6 +227,11 @@ class PullSecrets:
     Secrets of other types are ignored, as the kubelet ignores them."""
 
     def lookup(self, request: CredentialRequest) -> SourceAnswer:
+        """The pull secrets' credentials for ``request.repo``.
+
+        Raises:
+            credprov.credentialprovider.keyring.KeyringError: a payload that does not parse.
+        """
         if not request.pull_secrets:
             return _NOTHING
         keyring = make_pull_secret_keyring(request.pull_secrets)
@@ -222,6 +249,7 @@ class KeyringSource:
         self.keyring = keyring
 
     def lookup(self, request: CredentialRequest) -> SourceAnswer:
+        """The keyring's credentials for ``request.repo``."""
         return SourceAnswer(self.keyring.lookup(request.repo))
 
 
@@ -240,6 +268,7 @@ class PluginProviders:
         self.providers = providers
 
     def lookup(self, request: CredentialRequest) -> SourceAnswer:
+        """Every matching provider's credentials, with each provider's result."""
         credentials, results = self.providers.lookup(request.repo, request.pod)
         return SourceAnswer(credentials, results)
 
@@ -273,7 +302,7 @@ class CredentialChain:
             repo = parse_image_name(image)
         except InvalidImageError as exc:
             # pkg/util/parsers.ParseImageName's wrapping.
-            resolution.error = f"couldn't parse image name {go_quote(image)}: {exc}"
+            resolution.error = str(image_name_error(image, exc))
             return resolution
         resolution.repo = repo
         request = CredentialRequest(image, repo, pull_secrets, pod)

@@ -23,6 +23,7 @@ from credprov.errors import CredentialProviderError
 
 __all__ = [
     "InvalidImageError",
+    "image_name_error",
     "is_default_registry_match",
     "normalize_reference",
     "parse_image_name",
@@ -41,6 +42,14 @@ _DIGEST_HEX_LENGTHS = {"sha256": 64, "sha384": 96, "sha512": 128}
 
 class InvalidImageError(CredentialProviderError, ValueError):
     """An image reference distribution/reference rejects; ``str()`` is its error text."""
+
+
+def image_name_error(image: str, exc: InvalidImageError) -> InvalidImageError:
+    """``pkg/util/parsers.ParseImageName``'s wrapping of a reference error, as the kubelet
+    reports it: ``couldn't parse image name "<image>": <reason>`` (the name as Go's ``%q``)."""
+    from credprov._go.fmt import go_quote  # the error path only: plugins parse on their hot path
+
+    return InvalidImageError(f"couldn't parse image name {go_quote(image)}: {exc}")
 
 
 # Built from the same productions as distribution/reference's regexp.go. Go's RE2

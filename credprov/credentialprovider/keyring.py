@@ -224,7 +224,10 @@ def tracked_auth_configs(
 
 
 class Keyring(Protocol):
-    def lookup(self, image: str) -> list[TrackedAuthConfig]: ...
+    """Anything that answers ``lookup(image)`` with credentials in try order."""
+
+    def lookup(self, image: str) -> list[TrackedAuthConfig]:
+        """The credentials for a normalised ``image``, in the order they are tried."""
 
 
 class DockerKeyring:
@@ -305,6 +308,7 @@ class DockerKeyring:
         return []
 
     def keys(self) -> list[str]:
+        """The registry keys indexed, in lookup order (reverse bytewise)."""
         return list(self._index)
 
     def __len__(self) -> int:
@@ -330,6 +334,7 @@ class UnionDockerKeyring:
         self.keyrings = list(keyrings)
 
     def lookup(self, image: str) -> list[TrackedAuthConfig]:
+        """Each keyring's credentials for ``image``, keyring by keyring."""
         out: list[TrackedAuthConfig] = []
         for keyring in self.keyrings:
             out.extend(keyring.lookup(image))

@@ -165,12 +165,12 @@ def apply_default_image_tag(image: str) -> str:
     Raises:
         InvalidImageError: with ``parsers.ParseImageName``'s ``couldn't parse image name``.
     """
-    from credprov.credentialprovider.images import split_reference
+    from credprov.credentialprovider.images import image_name_error, split_reference
 
     try:
         _, tag, digest = split_reference(image)
     except InvalidImageError as exc:
-        raise InvalidImageError(f"couldn't parse image name {go_quote(image)}: {exc}") from None
+        raise image_name_error(image, exc) from None
     if not tag and not digest:
         return f"{image}:{DEFAULT_IMAGE_TAG}"
     return image

@@ -299,7 +299,7 @@ def run(
         stdout.write(_usage(name, description, options).encode("utf-8"))
         return EXIT_OK
     if "version" in actions:
-        from credprov import __version__
+        from credprov.version import __version__
 
         stdout.write(f"{name} {version or __version__} (credprov {__version__})\n".encode())
         return EXIT_OK

@@ -135,10 +135,10 @@ def _follow_go(environ: Mapping[str, str]) -> None:
 
 def _providers(environ: Mapping[str, str]) -> Any:
     """The registered providers of the configured kubelet config, or None for none."""
+    from credprov._go.durations import DurationError, parse_duration
     from credprov.credentialprovider.plugin.config import ConfigError
     from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT
     from credprov.credentialprovider.plugin.registry import register_credential_provider_plugins
-    from credprov.durations import DurationError, parse_duration
 
     config = environ.get(ENV_CONFIG, DEFAULT_CONFIG)
     if not config:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from credprov.durations import HOUR, format_duration
+from credprov._go.durations import HOUR, format_duration
 from credprov.sdk import Context, Request, Response
 from credprov_gcp import dockercfg, workload_identity
 from credprov_gcp._http import Budget, Transport

@@ -469,7 +469,7 @@ def _static_credentials(path: str, doc: dict[str, Any]) -> StaticConfig:
         raise ConfigError(f"{path}: credentials is required")
     creds = _ordered(_credentials(path, doc["credentials"]))
 
-    from credprov.durations import DurationError, format_duration, parse_duration
+    from credprov._go.durations import DurationError, format_duration, parse_duration
 
     raw_duration = doc.get("cacheDuration", DEFAULT_CACHE_DURATION)
     raw_duration = _string(path, "cacheDuration", raw_duration)

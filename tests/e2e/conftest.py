@@ -149,8 +149,8 @@ def arm64_bundle_tarball(tmp_path_factory: pytest.TempPathFactory) -> Path:
     qemu in the cached arm64 build root, or copied from the tarball cache when the sources
     and pinned distributions are unchanged (``credprov.bundle.cross``). Skips (fails under
     ``CREDPROV_REQUIRE_E2E=1``) on a host that cannot run arm64 programs."""
-    from credprov.bundle.build import BundleError, go_arch
     from credprov.bundle.cross import check_host
+    from credprov.bundle.layout import BundleError, go_arch
 
     if go_arch() != "arm64":
         try:

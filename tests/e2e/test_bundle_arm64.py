@@ -111,8 +111,8 @@ def test_the_build_root_has_what_an_arm64_installer_image_takes(
     """``cross.build_root`` is the arm64 sysroot of the installer image: a static arm64
     busybox and arm64 glibc (cached: the tarball fixture made or reused it)."""
     from credprov.bundle._elf import dynamic_info
-    from credprov.bundle.build import go_arch
     from credprov.bundle.cross import build_root
+    from credprov.bundle.layout import go_arch
 
     if go_arch() == "arm64":
         pytest.skip("an arm64 machine takes its own busybox")

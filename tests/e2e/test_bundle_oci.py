@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from credprov.bundle.build import assemble, go_arch, write_tarball
+from credprov.bundle.build import assemble, write_tarball
+from credprov.bundle.layout import go_arch
 from tests.e2e.containerd import Containerd, require_containerd
 from tests.e2e.noderoot import pristine_root
 from tests.e2e.registry import Registry, clean_env, require_tools, running_registry

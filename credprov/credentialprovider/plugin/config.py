@@ -97,6 +97,12 @@ def parse_feature_gates(spec: str, known: Collection[str] | None = None) -> dict
 
 
 def resolve_feature_gates(feature_gates: Mapping[str, bool] | None) -> dict[str, bool]:
+    """The kubelet's credential-provider feature gates: the defaults with
+    ``feature_gates`` applied.
+
+    Raises:
+        ConfigError: a gate this kubelet does not know (``unrecognized feature gate``).
+    """
     gates = dict(DEFAULT_FEATURE_GATES)
     for name, value in (feature_gates or {}).items():
         if name not in DEFAULT_FEATURE_GATES:
@@ -124,14 +130,17 @@ class HostFiles:
     """This machine's filesystem: what the kubelet reads."""
 
     def is_dir(self, path: str) -> bool:
+        """Whether ``path`` (symlinks followed) is a directory."""
         return stat.S_ISDIR(os.stat(path).st_mode)
 
     def entries(self, path: str) -> list[tuple[str, bool]]:
         # Like Go's DirEntry.IsDir(): a symlink is not a directory, whatever it points to.
+        """``(name, is a directory)`` of each entry, a symlink never a directory."""
         with os.scandir(path) as it:
             return [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
 
     def read(self, path: str, limit: int) -> bytes:
+        """The regular file's bytes, at most ``limit`` of them."""
         return read_bounded(path, limit)
 
 

@@ -26,7 +26,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import IO, Protocol
 
 from credprov._go.decode import DecodeError, load_document
 from credprov._go.durations import MINUTE
@@ -133,12 +133,16 @@ class ExecPlugin:
         self.launcher = launcher
 
     def environment(self) -> dict[str, str]:
+        """The plugin's environment: the base (this process's unless given) with the
+        config's ``env`` applied over it, as the kubelet builds it.
+        """
         environ = dict(os.environ if self.base_environ is None else self.base_environ)
         for var in self.env:
             environ[var.name] = var.value
         return environ
 
     def request_bytes(self, request: internal.CredentialProviderRequest) -> bytes:
+        """``request`` encoded as the kubelet writes it to the plugin's stdin."""
         return encode_request(request, self.api_version)
 
     def run(self, request: internal.CredentialProviderRequest) -> ExecResult:
@@ -228,53 +232,26 @@ class ExecPlugin:
         Returns:
             ``(stdout, stderr, failure)``; ``failure`` is the kubelet-style reason or None.
             On return the process has exited (or been killed) but is not yet reaped.
-
-        (Over 80 lines on purpose: one select loop over stdin, stdout, stderr and the exit
-        watch, whose states must be read together.)
         """
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         deadline = time.monotonic() + self.timeout_ns / 1e9
-        out = bytearray()
-        err = bytearray()
-        failure: str | None = None
-        pending = memoryview(stdin)
+        pipes = _Pipes(proc, stdin, self.max_stdout, self.max_stderr)
         exit_watch = _ExitWatch(proc)
         sel = selectors.DefaultSelector()
         try:
-            os.set_blocking(proc.stdin.fileno(), False)
-            if pending:
-                sel.register(proc.stdin, selectors.EVENT_WRITE)
-            else:
-                proc.stdin.close()
-            sel.register(proc.stdout, selectors.EVENT_READ)
-            sel.register(proc.stderr, selectors.EVENT_READ)
+            pipes.register(sel)
             if exit_watch.fd is not None:
                 sel.register(exit_watch.fd, selectors.EVENT_READ)
-            pipes_open = 3 if pending else 2
             exited_at: float | None = None
             waiting_logged = False
-            while True:
+            while pipes.failure is None:
                 now = time.monotonic()
                 if exited_at is None and exit_watch.exited():
                     exited_at = now
                     if exit_watch.fd is not None:
                         sel.unregister(exit_watch.fd)
-                if exited_at is not None and pipes_open == 0:
+                if self._done(proc, pipes, now, deadline, exited_at):
                     break
-                if now >= deadline:
-                    failure = "context deadline exceeded"
-                    log.debug("plugin %s (pid %d) passed its deadline", self.name, proc.pid)
-                    break
-                if exited_at is not None and now - exited_at > _PIPE_GRACE_SECONDS:
-                    log.debug(
-                        "plugin %s (pid %d) exited but its pipes are still open after %.1fs; "
-                        "stopping",
-                        self.name,
-                        proc.pid,
-                        _PIPE_GRACE_SECONDS,
-                    )
-                    break  # a grandchild holds the pipes; stop waiting for it
-                if pipes_open == 0 and not waiting_logged:
+                if pipes.open == 0 and not waiting_logged:
                     log.debug(
                         "plugin %s (pid %d) closed its output; waiting for it to exit",
                         self.name,
@@ -287,46 +264,43 @@ class ExecPlugin:
                 elif exit_watch.fd is None:
                     wait = min(wait, _EXIT_POLL_SECONDS)
                 for key, _ in sel.select(timeout=max(wait, 0.0)):
-                    fobj = key.fileobj
-                    if isinstance(fobj, int):  # the pidfd
-                        continue  # handled at the top of the loop
-                    if fobj is proc.stdin:
-                        try:
-                            written = os.write(proc.stdin.fileno(), pending[:65536])
-                        except OSError:  # the plugin does not read its stdin: fine
-                            written = len(pending)
-                        pending = pending[written:]
-                        if not pending:
-                            sel.unregister(proc.stdin)
-                            pipes_open -= 1
-                            with contextlib.suppress(OSError):
-                                proc.stdin.close()
-                        continue
-                    chunk = os.read(fobj.fileno(), 65536)
-                    if not chunk:
-                        sel.unregister(fobj)
-                        pipes_open -= 1
-                        continue
-                    if fobj is proc.stdout:
-                        out += chunk
-                        if len(out) > self.max_stdout:
-                            failure = f"stdout exceeded {self.max_stdout} bytes"
-                            break
-                    else:
-                        room = self.max_stderr - len(err)
-                        if room > 0:
-                            err += chunk[:room]
-                if failure is not None:
-                    break
+                    if not isinstance(key.fileobj, int):  # the pidfd: seen at the loop's top
+                        pipes.ready(sel, key.fileobj)
+                    if pipes.failure is not None:
+                        break
         finally:
             sel.close()
             exit_watch.close()
-            for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                with contextlib.suppress(OSError):
-                    pipe.close()
-        if failure is not None:
+            pipes.close()
+        if pipes.failure is not None:
             _kill_group(proc)
-        return bytes(out), bytes(err), failure
+        return bytes(pipes.out), bytes(pipes.err), pipes.failure
+
+    def _done(
+        self,
+        proc: subprocess.Popen[bytes],
+        pipes: _Pipes,
+        now: float,
+        deadline: float,
+        exited_at: float | None,
+    ) -> bool:
+        """Whether to stop waiting: the plugin exited with its output closed, the deadline
+        passed (``pipes.failure`` says so), or its pipes outlived it by the grace period."""
+        if exited_at is not None and pipes.open == 0:
+            return True
+        if now >= deadline:
+            pipes.failure = "context deadline exceeded"
+            log.debug("plugin %s (pid %d) passed its deadline", self.name, proc.pid)
+            return True
+        if exited_at is not None and now - exited_at > _PIPE_GRACE_SECONDS:
+            log.debug(
+                "plugin %s (pid %d) exited but its pipes are still open after %.1fs; stopping",
+                self.name,
+                proc.pid,
+                _PIPE_GRACE_SECONDS,
+            )
+            return True  # a grandchild holds the pipes; stop waiting for it
+        return False
 
     def _observe(self, start: float) -> None:
         if self.metrics is not None:
@@ -369,6 +343,73 @@ class ExecPlugin:
             raise PluginError(
                 "error decoding credential provider plugin response from stdout", detail=str(exc)
             ) from None
+
+
+class _Pipes:
+    """A running plugin's three pipes: the request still to write, the output read so far
+    (stdout up to its cap, stderr truncated at its cap), and how many are still open."""
+
+    def __init__(
+        self, proc: subprocess.Popen[bytes], stdin: bytes, max_stdout: int, max_stderr: int
+    ) -> None:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        self.stdin, self.stdout, self.stderr = proc.stdin, proc.stdout, proc.stderr
+        self.pending = memoryview(stdin)
+        self.out = bytearray()
+        self.err = bytearray()
+        self.max_stdout = max_stdout
+        self.max_stderr = max_stderr
+        self.open = 0
+        self.failure: str | None = None
+
+    def register(self, sel: selectors.BaseSelector) -> None:
+        """Watch the pipes (stdin only while there is something to write)."""
+        os.set_blocking(self.stdin.fileno(), False)
+        if self.pending:
+            sel.register(self.stdin, selectors.EVENT_WRITE)
+            self.open += 1
+        else:
+            self.stdin.close()
+        sel.register(self.stdout, selectors.EVENT_READ)
+        sel.register(self.stderr, selectors.EVENT_READ)
+        self.open += 2
+
+    def ready(self, sel: selectors.BaseSelector, pipe: object) -> None:
+        """Write to or read from the pipe ``sel`` found ready; sets :attr:`failure` when
+        stdout passes its cap."""
+        if pipe is self.stdin:
+            try:
+                written = os.write(self.stdin.fileno(), self.pending[:65536])
+            except OSError:  # the plugin does not read its stdin: fine
+                written = len(self.pending)
+            self.pending = self.pending[written:]
+            if not self.pending:
+                self._closed(sel, self.stdin)
+                with contextlib.suppress(OSError):
+                    self.stdin.close()
+            return
+        reader = self.stdout if pipe is self.stdout else self.stderr
+        chunk = os.read(reader.fileno(), 65536)
+        if not chunk:
+            self._closed(sel, reader)
+        elif reader is self.stdout:
+            self.out += chunk
+            if len(self.out) > self.max_stdout:
+                self.failure = f"stdout exceeded {self.max_stdout} bytes"
+        else:
+            room = self.max_stderr - len(self.err)
+            if room > 0:
+                self.err += chunk[:room]
+
+    def _closed(self, sel: selectors.BaseSelector, pipe: IO[bytes]) -> None:
+        sel.unregister(pipe)
+        self.open -= 1
+
+    def close(self) -> None:
+        """Close all three (whatever the plugin left behind gets EOF or EPIPE)."""
+        for pipe in (self.stdin, self.stdout, self.stderr):
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 class _ExitWatch:

@@ -29,6 +29,8 @@ class InstallError(CredentialProviderError):
 
 @dataclass(frozen=True)
 class InstallResult:
+    """What installing one plugin did: ``installed``, ``updated`` or ``unchanged``."""
+
     name: str
     path: str
     status: str  # "installed", "updated", "unchanged"

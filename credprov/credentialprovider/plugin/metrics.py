@@ -133,17 +133,21 @@ class Metrics:
 
     @property
     def registry(self) -> CollectorRegistry:
+        """The Prometheus registry holding the kubelet's plugin metrics."""
         return self._build()[0]
 
     @property
     def plugin_errors(self) -> Counter:
+        """``kubelet_credential_provider_plugin_errors`` by plugin name."""
         return self._build()[1]
 
     @property
     def plugin_duration(self) -> Histogram:
+        """``kubelet_credential_provider_plugin_duration`` by plugin name."""
         return self._build()[2]
 
     def record_config_hash(self, config_hash: str) -> None:
+        """Set the config-hash info metric (kept until the metrics are built)."""
         with self._lock:
             if self._built is None:
                 self._config_hash = config_hash
@@ -151,6 +155,7 @@ class Metrics:
         self._built[3].set(config_hash)
 
     def observe_duration(self, plugin_name: str, seconds: float) -> None:
+        """Record one plugin run of ``seconds``."""
         with self._lock:
             if self._built is None:
                 self._pending.append(("duration", plugin_name, seconds))
@@ -162,6 +167,7 @@ class Metrics:
         self._built[2].labels(plugin_name=plugin_name).observe(seconds)
 
     def count_error(self, plugin_name: str) -> None:
+        """Count one failed plugin run."""
         with self._lock:
             if self._built is None:
                 self._pending.append(("error", plugin_name, 0.0))

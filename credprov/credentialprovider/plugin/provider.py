@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from credprov._go.fmt import go_quote
 from credprov._go.singleflight import Group
@@ -38,6 +38,7 @@ from credprov.credentialprovider.chain import (
     GetServiceAccountToken,
     MissingAnnotationError,
     PodInfo,
+    ProvideResult,
     ServiceAccountError,
     TokenRequest,
 )
@@ -45,7 +46,6 @@ from credprov.credentialprovider.images import parse_registry
 from credprov.credentialprovider.keyring import (
     CredentialOrigin,
     ServiceAccountCoordinates,
-    TrackedAuthConfig,
     tracked_auth_configs,
 )
 from credprov.credentialprovider.matching import (
@@ -58,21 +58,25 @@ from credprov.credentialprovider.plugin.exec import ExecPlugin, PluginError
 log = logging.getLogger("credprov.plugin")
 
 
-@dataclass
-class ProvideResult:
-    """What one provider contributed to one lookup, for callers and for ``-o json``."""
+class _Identity(NamedTuple):
+    """Who a lookup is for: the KEP-4412 token and annotations sent to the plugin, the
+    service-account part of the cache key, and the singleflight key."""
 
-    name: str
-    matched: bool = False
-    executed: bool = False
-    cached: bool = False
-    cache_key_type: str | None = None
-    cache_duration: int | None = None
-    auth: dict[str, internal.AuthConfig] = field(default_factory=dict)
-    credentials: list[TrackedAuthConfig] = field(default_factory=list)
-    service_account: ServiceAccountCoordinates | None = None
-    error: str | None = None
-    skipped: str | None = None
+    token: str
+    annotations: dict[str, str]
+    sa_cache_key: bytes
+    flight_key: bytes | str
+
+
+def _cache_key_base(image: str, key_type: str) -> str | None:
+    """The cache key's base for a response's ``cacheKeyType``; None for an invalid type."""
+    if key_type == internal.CACHE_KEY_IMAGE:
+        return image
+    if key_type == internal.CACHE_KEY_REGISTRY:
+        return parse_registry(image)
+    if key_type == internal.CACHE_KEY_GLOBAL:
+        return GLOBAL_CACHE_KEY
+    return None
 
 
 class PluginProvider:
@@ -108,6 +112,9 @@ class PluginProvider:
         self._host_paths: dict[str, tuple[str, ...]] = {}
 
     def is_image_allowed(self, image: str) -> bool:
+        """Whether ``image`` matches one of the provider's ``matchImages``
+        (matching is worked out once per registry host).
+        """
         split = split_plain_target(image)
         if split is None:
             return _image_allowed(self.provider.match_images, image)
@@ -129,55 +136,19 @@ class PluginProvider:
     ) -> tuple[ProvideResult, CacheEntry | None]:
         """``provide``, plus the cache entry that answered (None unless a cache hit).
 
-        (Over 80 lines on purpose: it follows the kubelet's provide() step by step (service
-        account, cache keys, singleflight, exec, cache insert), in upstream's order.)
+        The kubelet's ``provide()`` step by step, in upstream's order: matchImages, the
+        service account (KEP-4412), the cache, the plugin once per key (singleflight), and
+        the answer checked and cached.
         """
         result = ProvideResult(name=self.name)
         if not self.is_image_allowed(image):
             return result, None
         result.matched = True
-        pod = pod or PodInfo()
-
-        token = ""
-        annotations: dict[str, str] = {}
-        sa_cache_key = b""
-        flight_key: bytes | str = image
-        ta = self.token_attributes
-        if ta is not None:
-            if not pod.service_account_name:
-                if ta.require_service_account:
-                    result.skipped = "provider requires a service account and the pod has none"
-                    log.debug("%s: %s", self.name, result.skipped)
-                    return result, None
-            else:
-                try:
-                    token, annotations, coords = self._service_account(pod, ta)
-                except MissingAnnotationError as exc:
-                    result.skipped = str(exc)
-                    log.debug("%s: %s", self.name, exc)
-                    return result, None
-                except ServiceAccountError as exc:
-                    result.error = str(exc)
-                    log.error("%s: %s", self.name, exc)
-                    return result, None
-                token_hash = _token_hash(token)
-                try:
-                    sa_cache_key = generate_service_account_cache_key(
-                        pod.namespace,
-                        pod.service_account_name,
-                        coords.uid,
-                        annotations,
-                        ta.cache_type,
-                        token_hash,
-                    )
-                    flight_key = generate_single_flight_key(image, token_hash, annotations)
-                except CacheKeyError as exc:
-                    result.error = f"error generating cache key: {exc}"
-                    return result, None
-                result.service_account = coords
-
+        identity = self._identity(image, pod or PodInfo(), result)
+        if identity is None:
+            return result, None
         try:
-            entry = self._cached(image, sa_cache_key)
+            entry = self._cached(image, identity.sa_cache_key)
         except CacheKeyError as exc:
             result.error = f"error generating cache key: {exc}"
             return result, None
@@ -190,20 +161,73 @@ class PluginProvider:
             return result, entry
 
         request = internal.CredentialProviderRequest(
-            image=image, service_account_token=token, service_account_annotations=annotations
+            image=image,
+            service_account_token=identity.token,
+            service_account_annotations=identity.annotations,
         )
         result.executed = True
         try:
-            response, joined = self._group.do(flight_key, lambda: self._exec(request))
+            response, joined = self._group.do(identity.flight_key, lambda: self._exec(request))
         except PluginError as exc:
             result.error = str(exc)
             log.error(
                 "Failed getting credential from external registry credential provider: %s", exc
             )
             return result, None
-
         # A caller that joined another caller's in-flight run did not execute the plugin.
         result.executed = not joined
+        self._accept(image, identity, response, result)
+        return result, None
+
+    def _identity(self, image: str, pod: PodInfo, result: ProvideResult) -> _Identity | None:
+        """Who asks: the pod's service-account token, annotations and cache keys when the
+        provider has ``tokenAttributes``. None when the lookup ends here, with
+        ``result.skipped`` or ``result.error`` saying why."""
+        ta = self.token_attributes
+        if ta is None or not pod.service_account_name:
+            if ta is not None and ta.require_service_account:
+                result.skipped = "provider requires a service account and the pod has none"
+                log.debug("%s: %s", self.name, result.skipped)
+                return None
+            return _Identity("", {}, b"", image)
+        try:
+            token, annotations, coords = self._service_account(pod, ta)
+        except MissingAnnotationError as exc:
+            result.skipped = str(exc)
+            log.debug("%s: %s", self.name, exc)
+            return None
+        except ServiceAccountError as exc:
+            result.error = str(exc)
+            log.error("%s: %s", self.name, exc)
+            return None
+        token_hash = _token_hash(token)
+        try:
+            sa_cache_key = generate_service_account_cache_key(
+                pod.namespace,
+                pod.service_account_name,
+                coords.uid,
+                annotations,
+                ta.cache_type,
+                token_hash,
+            )
+            flight_key = generate_single_flight_key(image, token_hash, annotations)
+        except CacheKeyError as exc:
+            result.error = f"error generating cache key: {exc}"
+            return None
+        result.service_account = coords
+        return _Identity(token, annotations, sa_cache_key, flight_key)
+
+    def _accept(
+        self,
+        image: str,
+        identity: _Identity,
+        response: internal.CredentialProviderResponse,
+        result: ProvideResult,
+    ) -> None:
+        """Check the plugin's answer, record it in ``result`` and cache it for its
+        ``cacheKeyType`` and duration; a refused answer sets ``result.error`` instead."""
+        ta = self.token_attributes
+        token = identity.token
         echo_allowed = ta is not None and ta.cache_type == internal.TOKEN_CACHE_TYPE_TOKEN
         if token and not echo_allowed and any(a.password == token for a in response.auth.values()):
             result.error = (
@@ -211,22 +235,16 @@ class PluginProvider:
                 "password, which is not allowed when cacheType is not Token"
             )
             log.error("%s: %s", self.name, result.error)
-            return result, None
-
+            return
         key_type = response.cache_key_type
-        if key_type == internal.CACHE_KEY_IMAGE:
-            base = image
-        elif key_type == internal.CACHE_KEY_REGISTRY:
-            base = parse_registry(image)
-        elif key_type == internal.CACHE_KEY_GLOBAL:
-            base = GLOBAL_CACHE_KEY
-        else:
+        base = _cache_key_base(image, key_type)
+        if base is None:
             result.error = (
                 "credential provider plugin did not return a valid cacheKeyType: "
                 + go_quote(key_type)
             )
             log.error("%s", result.error)
-            return result, None
+            return
         result.cache_key_type = key_type
         result.auth = dict(response.auth)
         source = (
@@ -239,17 +257,15 @@ class PluginProvider:
         if duration is None:
             duration = self.provider.default_cache_duration or 0
         result.cache_duration = duration
-        if response.cache_duration is not None and response.cache_duration == 0:
-            return result, None
-        if duration == 0:
-            return result, None
+        if duration == 0:  # the plugin's 0 or the provider's: do not cache
+            return
         try:
-            key = generate_cache_key(base, sa_cache_key)
+            key = generate_cache_key(base, identity.sa_cache_key)
         except CacheKeyError as exc:
             result.error = f"error generating cache key: {exc}"
             result.auth = {}
             result.credentials = []
-            return result, None
+            return
         self.cache.add(
             CacheEntry(
                 key=key,
@@ -260,7 +276,6 @@ class PluginProvider:
                 tracked=result.credentials,
             )
         )
-        return result, None
 
     def _exec(
         self, request: internal.CredentialProviderRequest

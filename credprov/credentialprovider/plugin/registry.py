@@ -28,6 +28,7 @@ from credprov.credentialprovider.chain import (
     GetServiceAccount,
     GetServiceAccountToken,
     PodInfo,
+    ProvideResult,
     ServiceAccountAPI,
 )
 from credprov.credentialprovider.keyring import DockerKeyring, TrackedAuthConfig
@@ -41,7 +42,7 @@ from credprov.credentialprovider.plugin.config import (
 )
 from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, ExecPlugin
 from credprov.credentialprovider.plugin.metrics import Metrics
-from credprov.credentialprovider.plugin.provider import PluginProvider, ProvideResult
+from credprov.credentialprovider.plugin.provider import PluginProvider
 
 __all__ = [
     "CredentialProviders",
@@ -149,6 +150,7 @@ class CredentialProviders:
         return keyring.lookup(image), results
 
     def executions(self) -> dict[str, int]:
+        """How many times each provider's plugin has run, by provider name."""
         return {p.name: p.executions for p in self.providers}
 
 

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from credprov.bundle import build
-from credprov.bundle.build import BundleError, assemble, go_arch, write_tarball
+from credprov.bundle.build import assemble, write_tarball
+from credprov.bundle.layout import BundleError, go_arch
 from credprov.cli.main import main
 
 NAMES = ("static-credential-provider", "ecr-credential-provider")

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from credprov.bundle.build import BundleError, assemble, select_plugins, write_tarball
+from credprov.bundle.build import assemble, select_plugins, write_tarball
+from credprov.bundle.layout import BundleError
 from credprov.bundle.oci import write_oci_archive
 
 NAMES = ("static-credential-provider", "ecr-credential-provider")

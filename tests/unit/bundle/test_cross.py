@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from credprov.bundle import cross
-from credprov.bundle.build import BundleError, go_arch
+from credprov.bundle.layout import BundleError, go_arch
 from credprov.cli.main import main
 
 HOST = go_arch()

@@ -135,3 +135,33 @@ DEFAULT_REGISTRY = [
 @pytest.mark.parametrize(("image", "want"), DEFAULT_REGISTRY)
 def test_is_default_registry_match(image: str, want: bool) -> None:
     assert is_default_registry_match(image) is want
+
+
+@pytest.mark.parametrize(
+    ("image", "message"),
+    [
+        pytest.param(
+            "app:bad tag",
+            """couldn't parse image name "app:bad tag": invalid reference format""",
+            id="space",
+        ),
+        pytest.param(
+            'a"b', """couldn't parse image name "a\\"b": invalid reference format""", id="quoted"
+        ),
+        pytest.param(
+            "app@sha256:abc",
+            """couldn't parse image name "app@sha256:abc": invalid reference format""",
+            id="short-digest",
+        ),
+    ],
+)
+def test_couldnt_parse_image_name_is_one_text(image: str, message: str) -> None:
+    """The chain and the kubelet's default-tag step wrap a bad reference the same way
+    (``pkg/util/parsers.ParseImageName``), through one helper."""
+    from credprov.credentialprovider.chain import default_chain
+    from credprov.kubelet.ensure import apply_default_image_tag
+
+    assert default_chain().resolve(image).error == message
+    with pytest.raises(InvalidImageError) as info:
+        apply_default_image_tag(image)
+    assert str(info.value) == message

@@ -1,0 +1,42 @@
+"""What every part of a bundle agrees on: its top directory, its architectures, its error.
+
+:mod:`credprov.bundle.build` writes bundles, :mod:`credprov.bundle.tarball` reads them back
+as untrusted input and :mod:`credprov.bundle.oci` and :mod:`credprov.bundle.cross` make
+images and foreign-architecture bundles from them. The names they share live here, below
+all of them, so that none of those modules has to import another one just for a constant
+(the reader and the writer used to import each other).
+"""
+
+from __future__ import annotations
+
+import platform
+
+from credprov.errors import CredprovError
+
+__all__ = ["ARCHES", "BUNDLE_DIR", "BundleError", "go_arch"]
+
+#: The top directory of every bundle tarball (and the runtime executable's name).
+BUNDLE_DIR = "credprov-plugins"
+
+#: ``platform.machine()`` spellings -> the architecture as Go (and container images) name it.
+_GO_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+
+#: The architectures a bundle or an installer image can be made for (``linux/<arch>``).
+ARCHES = frozenset(_GO_ARCH.values())
+
+
+class BundleError(CredprovError):
+    """The bundle cannot be built, read or imaged; ``str()`` is one line."""
+
+
+def go_arch(machine: str | None = None) -> str:
+    """This machine's architecture (or ``machine``'s) as Go and container images name it.
+
+    Raises:
+        BundleError: an architecture bundles are not made for.
+    """
+    machine = (machine or platform.machine()).lower()
+    try:
+        return _GO_ARCH[machine]
+    except KeyError:
+        raise BundleError(f"unsupported architecture {machine!r}") from None

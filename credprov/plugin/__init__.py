@@ -1,2 +1,0 @@
-"""The stable import path ``credprov.plugin.registry`` (moved to
-:mod:`credprov.credentialprovider.plugin`)."""
