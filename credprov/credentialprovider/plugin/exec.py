@@ -17,21 +17,20 @@ unchanged by it.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import selectors
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Protocol
+from typing import Protocol
 
 from credprov._go.decode import DecodeError, load_document
 from credprov._go.durations import MINUTE
 from credprov.api import internal
 from credprov.api.exec import decode_response, encode_request, interpret_response_gvk
+from credprov.base.proc import run_bounded
 from credprov.base.redact import Redactor, env_label, terminal_safe
 from credprov.credentialprovider.plugin.metrics import Metrics
 from credprov.errors import CredentialProviderError
@@ -44,13 +43,6 @@ DEFAULT_PLUGIN_TIMEOUT = 1 * MINUTE
 #: Plugin output past these sizes is an error (the kubelet reads without a bound).
 MAX_STDOUT_BYTES = 16 * 1024 * 1024
 MAX_STDERR_BYTES = 64 * 1024
-
-#: How long to wait for the pipes to close after the plugin itself exited (a grandchild
-#: may still hold them) before killing its process group.
-_PIPE_GRACE_SECONDS = 1.0
-
-#: Where pidfds are unavailable (Linux < 5.3), how often to check whether the plugin exited.
-_EXIT_POLL_SECONDS = 0.005
 
 
 class PluginError(CredentialProviderError):
@@ -181,12 +173,9 @@ class ExecPlugin:
             reason = f"fork/exec {self.path}: {_errno_text(exc)}"
             raise PluginError(f"{prefix}: {reason}: ") from None
         try:
+            # Anything the plugin left behind dies with its process group.
             stdout, stderr, failure = self._communicate(proc, stdin)
         finally:
-            # The leader has exited (or was killed) but is not reaped yet, so its process
-            # group id still names this group: anything the plugin left behind dies with it.
-            _kill_group(proc)
-            proc.wait()
             self._observe(start)
         duration = time.monotonic() - start
         log.info(
@@ -221,86 +210,29 @@ class ExecPlugin:
     def _communicate(
         self, proc: subprocess.Popen[bytes], stdin: bytes
     ) -> tuple[bytes, bytes, str | None]:
-        """Feed stdin, read stdout/stderr and wait for the plugin to exit.
-
-        As the kubelet (``cmd.Run`` under a context), success needs both end-of-output and
-        the process's exit; a plugin that closes its pipes and then takes a while to exit is
-        waited for. The process group is killed only at the deadline or when output exceeds
-        the caps. A plugin that exited while something it started still holds the pipes is
-        given :data:`_PIPE_GRACE_SECONDS`, then the group is killed.
+        """Feed stdin, read stdout/stderr and wait for the plugin to exit, bounded by the
+        deadline and the caps (:func:`credprov.base.proc.run_bounded`: success needs both
+        end-of-output and the exit, as the kubelet's ``cmd.Run`` under a context).
 
         Returns:
             ``(stdout, stderr, failure)``; ``failure`` is the kubelet-style reason or None.
-            On return the process has exited (or been killed) but is not yet reaped.
+            On return the plugin's process group has been killed and the plugin reaped.
         """
-        deadline = time.monotonic() + self.timeout_ns / 1e9
-        pipes = _Pipes(proc, stdin, self.max_stdout, self.max_stderr)
-        exit_watch = _ExitWatch(proc)
-        sel = selectors.DefaultSelector()
-        try:
-            pipes.register(sel)
-            if exit_watch.fd is not None:
-                sel.register(exit_watch.fd, selectors.EVENT_READ)
-            exited_at: float | None = None
-            waiting_logged = False
-            while pipes.failure is None:
-                now = time.monotonic()
-                if exited_at is None and exit_watch.exited():
-                    exited_at = now
-                    if exit_watch.fd is not None:
-                        sel.unregister(exit_watch.fd)
-                if self._done(proc, pipes, now, deadline, exited_at):
-                    break
-                if pipes.open == 0 and not waiting_logged:
-                    log.debug(
-                        "plugin %s (pid %d) closed its output; waiting for it to exit",
-                        self.name,
-                        proc.pid,
-                    )
-                    waiting_logged = True
-                wait = deadline - now
-                if exited_at is not None:
-                    wait = min(wait, exited_at + _PIPE_GRACE_SECONDS - now)
-                elif exit_watch.fd is None:
-                    wait = min(wait, _EXIT_POLL_SECONDS)
-                for key, _ in sel.select(timeout=max(wait, 0.0)):
-                    if not isinstance(key.fileobj, int):  # the pidfd: seen at the loop's top
-                        pipes.ready(sel, key.fileobj)
-                    if pipes.failure is not None:
-                        break
-        finally:
-            sel.close()
-            exit_watch.close()
-            pipes.close()
-        if pipes.failure is not None:
-            _kill_group(proc)
-        return bytes(pipes.out), bytes(pipes.err), pipes.failure
-
-    def _done(
-        self,
-        proc: subprocess.Popen[bytes],
-        pipes: _Pipes,
-        now: float,
-        deadline: float,
-        exited_at: float | None,
-    ) -> bool:
-        """Whether to stop waiting: the plugin exited with its output closed, the deadline
-        passed (``pipes.failure`` says so), or its pipes outlived it by the grace period."""
-        if exited_at is not None and pipes.open == 0:
-            return True
-        if now >= deadline:
-            pipes.failure = "context deadline exceeded"
-            log.debug("plugin %s (pid %d) passed its deadline", self.name, proc.pid)
-            return True
-        if exited_at is not None and now - exited_at > _PIPE_GRACE_SECONDS:
-            log.debug(
-                "plugin %s (pid %d) exited but its pipes are still open after %.1fs; stopping",
-                self.name,
-                proc.pid,
-                _PIPE_GRACE_SECONDS,
-            )
-            return True  # a grandchild holds the pipes; stop waiting for it
-        return False
+        outcome = run_bounded(
+            proc,
+            stdin,
+            self.timeout_ns / 1e9,
+            max_stdout=self.max_stdout,
+            max_stderr=self.max_stderr,
+            log=log,
+            label=f"plugin {self.name}",
+        )
+        failure = None
+        if outcome.timed_out:
+            failure = "context deadline exceeded"
+        elif outcome.overflow is not None:
+            failure = f"stdout exceeded {self.max_stdout} bytes"
+        return outcome.stdout, outcome.stderr, failure
 
     def _observe(self, start: float) -> None:
         if self.metrics is not None:
@@ -345,103 +277,6 @@ class ExecPlugin:
             ) from None
 
 
-class _Pipes:
-    """A running plugin's three pipes: the request still to write, the output read so far
-    (stdout up to its cap, stderr truncated at its cap), and how many are still open."""
-
-    def __init__(
-        self, proc: subprocess.Popen[bytes], stdin: bytes, max_stdout: int, max_stderr: int
-    ) -> None:
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        self.stdin, self.stdout, self.stderr = proc.stdin, proc.stdout, proc.stderr
-        self.pending = memoryview(stdin)
-        self.out = bytearray()
-        self.err = bytearray()
-        self.max_stdout = max_stdout
-        self.max_stderr = max_stderr
-        self.open = 0
-        self.failure: str | None = None
-
-    def register(self, sel: selectors.BaseSelector) -> None:
-        """Watch the pipes (stdin only while there is something to write)."""
-        os.set_blocking(self.stdin.fileno(), False)
-        if self.pending:
-            sel.register(self.stdin, selectors.EVENT_WRITE)
-            self.open += 1
-        else:
-            self.stdin.close()
-        sel.register(self.stdout, selectors.EVENT_READ)
-        sel.register(self.stderr, selectors.EVENT_READ)
-        self.open += 2
-
-    def ready(self, sel: selectors.BaseSelector, pipe: object) -> None:
-        """Write to or read from the pipe ``sel`` found ready; sets :attr:`failure` when
-        stdout passes its cap."""
-        if pipe is self.stdin:
-            try:
-                written = os.write(self.stdin.fileno(), self.pending[:65536])
-            except OSError:  # the plugin does not read its stdin: fine
-                written = len(self.pending)
-            self.pending = self.pending[written:]
-            if not self.pending:
-                self._closed(sel, self.stdin)
-                with contextlib.suppress(OSError):
-                    self.stdin.close()
-            return
-        reader = self.stdout if pipe is self.stdout else self.stderr
-        chunk = os.read(reader.fileno(), 65536)
-        if not chunk:
-            self._closed(sel, reader)
-        elif reader is self.stdout:
-            self.out += chunk
-            if len(self.out) > self.max_stdout:
-                self.failure = f"stdout exceeded {self.max_stdout} bytes"
-        else:
-            room = self.max_stderr - len(self.err)
-            if room > 0:
-                self.err += chunk[:room]
-
-    def _closed(self, sel: selectors.BaseSelector, pipe: IO[bytes]) -> None:
-        sel.unregister(pipe)
-        self.open -= 1
-
-    def close(self) -> None:
-        """Close all three (whatever the plugin left behind gets EOF or EPIPE)."""
-        for pipe in (self.stdin, self.stdout, self.stderr):
-            with contextlib.suppress(OSError):
-                pipe.close()
-
-
-class _ExitWatch:
-    """Tells when a child has exited without reaping it (its pid stays its group's id).
-
-    Uses a pidfd (readable once the process exits) so the select loop wakes on exit; falls
-    back to ``waitid(WNOWAIT)`` polling where pidfds are unavailable.
-    """
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self.pid = proc.pid
-        self.fd: int | None = None
-        self._exited = False
-        with contextlib.suppress(AttributeError, OSError):
-            self.fd = os.pidfd_open(proc.pid)
-
-    def exited(self) -> bool:
-        if not self._exited:
-            try:
-                info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-            except ChildProcessError:  # already reaped elsewhere
-                info = True  # type: ignore[assignment]
-            self._exited = info is not None
-        return self._exited
-
-    def close(self) -> None:
-        if self.fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
-            self.fd = None
-
-
 def _status_text(returncode: int | None) -> str:
     """Go's ``os.ProcessState.String()``: ``exit status 1``, ``signal: killed``."""
     if returncode is None:
@@ -449,11 +284,6 @@ def _status_text(returncode: int | None) -> str:
     if returncode < 0:
         return f"signal: {_signal_name(-returncode)}"
     return f"exit status {returncode}"
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _errno_text(exc: OSError) -> str:
