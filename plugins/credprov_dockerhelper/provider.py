@@ -18,15 +18,11 @@ therefore works for the kubelet unchanged.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import selectors
 import shutil
-import signal
 import subprocess
-import time
 from dataclasses import dataclass
 
 from credprov.sdk import Context, ProviderError, Request, Response
@@ -59,13 +55,6 @@ class HelperFailure(Exception):
     """The helper could not be run to completion (start failure, timeout, too much output)."""
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    # The helper runs in its own session: kill its whole group so a grandchild that
-    # inherited the pipes (a shell script's subprocess, gpg-agent, ...) cannot outlive us.
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 def run_helper(
     argv: list[str],
     stdin: bytes,
@@ -79,6 +68,8 @@ def run_helper(
         HelperFailure: it could not start, ran past ``timeout`` seconds, or wrote more than
             the limits. The message never contains what the helper wrote.
     """
+    from credprov.base.proc import run_bounded
+
     try:
         proc = subprocess.Popen(
             argv,
@@ -90,54 +81,21 @@ def run_helper(
         )
     except OSError as exc:
         raise HelperFailure(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    deadline = time.monotonic() + timeout
-    out = bytearray()
-    err = bytearray()
-    failure: str | None = None
-    try:
-        # The server URL is far smaller than a pipe buffer, so this write never blocks even
-        # if the helper does not read it; a helper that exits first just closes the pipe.
-        with contextlib.suppress(BrokenPipeError, OSError):
-            proc.stdin.write(stdin)
-        with contextlib.suppress(BrokenPipeError, OSError):
-            proc.stdin.close()
-        with selectors.DefaultSelector() as sel:
-            sel.register(proc.stdout, selectors.EVENT_READ)
-            sel.register(proc.stderr, selectors.EVENT_READ)
-            while sel.get_map():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    failure = f"timed out after {timeout:g}s"
-                    break
-                for key, _ in sel.select(timeout=remaining):
-                    chunk = os.read(key.fd, 65536)
-                    if not chunk:
-                        sel.unregister(key.fileobj)
-                    elif key.fileobj is proc.stdout:
-                        out += chunk
-                        if len(out) > max_stdout:
-                            failure = f"wrote more than {max_stdout} bytes on stdout"
-                    else:
-                        err += chunk
-                        if len(err) > max_stderr:
-                            failure = f"wrote more than {max_stderr} bytes on stderr"
-                if failure is not None:
-                    break
-        if failure is None:
-            try:
-                proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
-            except subprocess.TimeoutExpired:
-                # Closed its pipes but kept running.
-                failure = f"timed out after {timeout:g}s"
-    finally:
-        _kill_group(proc)
-        proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
-    if failure is not None:
-        raise HelperFailure(failure)
-    return HelperOutput(proc.returncode, bytes(out), bytes(err))
+    outcome = run_bounded(
+        proc,
+        stdin,
+        timeout,
+        max_stdout=max_stdout,
+        max_stderr=max_stderr,
+        stderr_overflow_fails=True,
+        label=os.path.basename(argv[0]),
+    )
+    if outcome.timed_out:
+        raise HelperFailure(f"timed out after {timeout:g}s")
+    if outcome.overflow is not None:
+        limit = max_stdout if outcome.overflow == "stdout" else max_stderr
+        raise HelperFailure(f"wrote more than {limit} bytes on {outcome.overflow}")
+    return HelperOutput(outcome.returncode, outcome.stdout, outcome.stderr)
 
 
 def find_helper(name: str | None, path: str | None) -> str:

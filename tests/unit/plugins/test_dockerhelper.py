@@ -214,6 +214,30 @@ def test_provider_kills_a_hanging_helper_and_its_children(helper_dir: Path, tmp_
     assert not _alive(child)
 
 
+def test_provider_answers_when_a_helper_leaves_a_child_holding_its_pipes(
+    helper_dir: Path, tmp_path: Path
+) -> None:
+    # The helper answers and exits while a background child keeps stdout open: the answer
+    # is taken after the short pipe grace (credprov.base.proc), not after --timeout.
+    pidfile = tmp_path / "child.pid"
+    make_helper(
+        helper_dir,
+        "cat >/dev/null\n"
+        'echo \'{"Username":"u","Secret":"pw"}\'\n'
+        f"sleep 30 &\necho $! > {pidfile}\nexit 0\n",
+    )
+    start = time.monotonic()
+    code, resp, err = call_provider(["--helper", "fake", "--timeout", "20s"])
+    assert time.monotonic() - start < 10
+    assert code == EXIT_OK, err
+    assert resp is not None and resp["auth"] == {"r.io": {"username": "u", "password": "pw"}}
+    child = int(pidfile.read_text())
+    deadline = time.monotonic() + 2
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _alive(child)
+
+
 def test_provider_bounds_the_helper_output(helper_dir: Path) -> None:
     make_helper(helper_dir, "cat >/dev/null\nhead -c 3000000 /dev/zero\n")
     code, _, err = call_provider(["--helper", "fake"])
