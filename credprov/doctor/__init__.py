@@ -93,7 +93,8 @@ def run_doctor(options: DoctorOptions) -> Report:
 #: Why ``--cri`` cannot be used: the CRI client (gRPC) is an extra of the credprov CLI, and
 #: the plugin bundle's doctor leaves it out.
 CRI_UNAVAILABLE = (
-    "--cri needs the credprov CLI with the cri extra; pass --node-images FILE (crictl images -o json)"
+    "--cri needs the credprov CLI with the cri extra; "
+    "pass --node-images FILE (crictl images -o json)"
 )
 
 
