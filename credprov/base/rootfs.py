@@ -1,6 +1,6 @@
 """A node's filesystem seen from a root directory: every path resolved inside it, bounded reads.
 
-The doctor looks at a node through ``--root DIR`` (a node image, a mounted disk, a test
+The doctor looks at a node through ``--node-root DIR`` (a node image, a mounted disk, a test
 fixture; ``/`` for the node it runs on), and the installer image takes another
 architecture's busybox and system libraries from a ``--sysroot ARCH=DIR`` (whose absolute
 links, like Debian's ``/lib64/ld-linux-x86-64.so.2``, must resolve inside it, not on the

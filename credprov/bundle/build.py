@@ -66,7 +66,7 @@ PLUGIN_PACKAGES = {
 
 #: Never part of a plugin runtime (test, build and CLI-only dependencies). The doctor
 #: (:data:`TOOLS`) needs the pull manager and the node authorizer; its ``--cri`` needs gRPC,
-#: which stays out (one line, exit 2: pass ``--images`` instead).
+#: which stays out (one line, exit 2: pass ``--node-images`` instead).
 EXCLUDES = (
     "tkinter",
     "pytest",

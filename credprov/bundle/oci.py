@@ -4,7 +4,7 @@
 a static busybox (Debian's ``busybox-static``) with links for the applets the scripts use,
 ``/credprov-plugins/`` unpacked, and ``/credprov-plugins/image-entrypoint`` as the command
 (it installs, or with ``doctor ARGS`` runs the doctor). The bundle's doctor is also
-``/bin/doctor`` on ``PATH``, so ``kubectl debug node/NAME --image=IMAGE -- doctor --root
+``/bin/doctor`` on ``PATH``, so ``kubectl debug node/NAME --image=IMAGE -- doctor --node-root
 /host`` (the container's command) finds it. The runtime it runs on is linked against glibc:
 the image carries the dynamic loader and the system libraries the runtime names and does
 not bring (glibc, ``libz``; about 3 MB). The installer itself never runs the runtime in the

@@ -7,7 +7,7 @@ must be unique across files, and the merged config is validated with the kubelet
 Every error's ``str()`` is the kubelet's text.
 
 Where the files come from is a :class:`ConfigFiles` (this machine's filesystem by default);
-``credprov doctor --root`` passes one that resolves every path inside a node image, so a
+``credprov doctor --node-root`` passes one that resolves every path inside a node image, so a
 config directory's symlinks never lead it to the host's files.
 """
 
