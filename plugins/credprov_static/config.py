@@ -21,7 +21,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from credprov.credentialprovider.keyring import (
     DOCKER_CONFIG_JSON_KEY,
@@ -34,6 +34,9 @@ from credprov.credentialprovider.keyring import (
     normalize_key,
 )
 from credprov.sdk import ProviderError
+
+if TYPE_CHECKING:  # pydantic is imported only for StaticCredentials documents
+    from credprov_static.schema import CredentialModel, MirrorModel
 
 API_VERSION = "credprov.io/v1alpha1"
 KIND = "StaticCredentials"
@@ -51,11 +54,6 @@ DEFAULT_CACHE_KEY_TYPE = "Registry"
 
 _MAX_FILE_BYTES = 4 * 1024 * 1024
 
-_TOP_FIELDS = frozenset(
-    ("apiVersion", "kind", "credentials", "mirror", "cacheDuration", "cacheKeyType")
-)
-_CREDENTIAL_FIELDS = frozenset(("match", "username", "password", "passwordFile"))
-_MIRROR_FIELDS = frozenset(("endpoint", "upstreams", "credentialsStrategy"))
 _SECRET_FIELDS = frozenset(
     ("apiVersion", "kind", "metadata", "type", "data", "stringData", "immutable")
 )
@@ -238,21 +236,6 @@ def _check_fields(path: str, where: str, doc: Mapping[str, Any], allowed: frozen
         )
 
 
-def _string(path: str, where: str, value: Any) -> str:
-    # The value is never quoted: it may be a password.
-    if not isinstance(value, str):
-        raise ConfigError(f"{path}: {where} must be a string, not a {_type_name(value)}")
-    return value
-
-
-def _string_list(path: str, where: str, value: Any) -> list[str]:
-    if isinstance(value, str):  # a lone pattern is accepted as a list of one
-        value = [value]
-    if not isinstance(value, list) or not value:
-        raise ConfigError(f"{path}: {where} must be a non-empty list of strings")
-    return [_string(path, f"{where}[{i}]", item) for i, item in enumerate(value)]
-
-
 # -- registry patterns ------------------------------------------------------------------------
 
 
@@ -391,29 +374,17 @@ def _password_file(path: str, where: str, name: str) -> str:
     return password
 
 
-def _credentials(path: str, value: Any) -> list[Credential]:
-    if not isinstance(value, list) or not value:
-        raise ConfigError(f"{path}: credentials must be a non-empty list")
+def _credentials(path: str, items: list[CredentialModel]) -> list[Credential]:
     creds: list[Credential] = []
     owner: dict[str, str] = {}
-    for i, item in enumerate(value):
+    for i, item in enumerate(items):
         where = f"credentials[{i}]"
-        if not isinstance(item, dict):
-            raise ConfigError(f"{path}: {where} must be a mapping")
-        _check_fields(path, where, item, _CREDENTIAL_FIELDS)
-        for required in ("match", "username"):
-            if required not in item:
-                raise ConfigError(f"{path}: {where}.{required} is required")
-        patterns = _string_list(path, f"{where}.match", item["match"])
-        username = _string(path, f"{where}.username", item["username"])
-        if ("password" in item) == ("passwordFile" in item):
-            raise ConfigError(f"{path}: {where} needs exactly one of password or passwordFile")
-        if "password" in item:
-            password = _string(path, f"{where}.password", item["password"])
+        if item.password is not None:
+            password = item.password
         else:
-            name = _string(path, f"{where}.passwordFile", item["passwordFile"])
-            password = _password_file(path, where, name)
-        for j, pattern in enumerate(patterns):
+            assert item.password_file is not None  # the model holds exactly one
+            password = _password_file(path, where, item.password_file)
+        for j, pattern in enumerate(item.match):
             pwhere = f"{where}.match[{j}]"
             key = _pattern_key(path, pwhere, pattern)
             if key in owner:
@@ -422,41 +393,29 @@ def _credentials(path: str, value: Any) -> list[Credential]:
                     f"{path}: {pwhere}: {_quote(pattern)} is the same registry key as {owner[key]}"
                 )
             owner[key] = pwhere
-            creds.append(Credential(key, username, password))
+            creds.append(Credential(key, item.username, password))
     return creds
 
 
-def _mirror(path: str, value: Any, creds: tuple[Credential, ...]) -> Mirror:
+def _mirror(path: str, value: MirrorModel, creds: tuple[Credential, ...]) -> Mirror:
     from credprov.credentialprovider.matching import urls_match_str
 
-    if not isinstance(value, dict):
-        raise ConfigError(f"{path}: mirror must be a mapping")
-    _check_fields(path, "mirror", value, _MIRROR_FIELDS)
-    if "endpoint" not in value:
-        raise ConfigError(f"{path}: mirror.endpoint is required")
-    endpoint = _string(path, "mirror.endpoint", value["endpoint"])
+    endpoint = value.endpoint
     key = _pattern_key(path, "mirror.endpoint", endpoint)
     host, _, rest = key.partition("/")
     if any(c in host for c in "*[\\"):
         raise ConfigError(f"{path}: mirror.endpoint {_quote(endpoint)} must be host[:port][/path]")
-    strategy = value.get("credentialsStrategy", MIRROR_ONLY)
-    if strategy not in STRATEGIES:
-        raise ConfigError(
-            f"{path}: mirror.credentialsStrategy {_quote(strategy)} is not one of "
-            + ", ".join(STRATEGIES)
-        )
     upstreams: tuple[str, ...] | None = None
-    if "upstreams" in value:
-        patterns = _string_list(path, "mirror.upstreams", value["upstreams"])
+    if value.upstreams is not None:
         upstreams = tuple(
-            _pattern_key(path, f"mirror.upstreams[{i}]", p) for i, p in enumerate(patterns)
+            _pattern_key(path, f"mirror.upstreams[{i}]", p) for i, p in enumerate(value.upstreams)
         )
     if not any(urls_match_str(c.key.split("/", 1)[0], host) for c in creds):
         raise ConfigError(
             f"{path}: mirror.endpoint {_quote(endpoint)}: no credentials match its host"
         )
     path_prefix = ("/" + rest).rstrip("/") if rest else ""
-    return Mirror(endpoint, host, path_prefix, upstreams, strategy)
+    return Mirror(endpoint, host, path_prefix, upstreams, value.credentials_strategy)
 
 
 def _static_credentials(path: str, doc: dict[str, Any]) -> StaticConfig:
@@ -464,28 +423,21 @@ def _static_credentials(path: str, doc: dict[str, Any]) -> StaticConfig:
         raise ConfigError(
             f"{path}: {KIND} apiVersion {_quote(doc.get('apiVersion'))} is not {API_VERSION}"
         )
-    _check_fields(path, "", doc, _TOP_FIELDS)
-    if "credentials" not in doc:
-        raise ConfigError(f"{path}: credentials is required")
-    creds = _ordered(_credentials(path, doc["credentials"]))
+    from credprov_static.schema import validate
+
+    model = validate(path, doc)
+    creds = _ordered(_credentials(path, model.credentials))
 
     from credprov._go.durations import DurationError, format_duration, parse_duration
 
-    raw_duration = doc.get("cacheDuration", DEFAULT_CACHE_DURATION)
-    raw_duration = _string(path, "cacheDuration", raw_duration)
     try:
-        ns = parse_duration(raw_duration)
+        ns = parse_duration(model.cache_duration)
     except DurationError as exc:
         raise ConfigError(f"{path}: cacheDuration: {exc}") from None
     if ns < 0:
         raise ConfigError(f"{path}: cacheDuration must not be negative")
-
-    key_type = doc.get("cacheKeyType", DEFAULT_CACHE_KEY_TYPE)
-    if key_type not in CACHE_KEY_TYPES:
-        raise ConfigError(
-            f"{path}: cacheKeyType {_quote(key_type)} is not one of " + ", ".join(CACHE_KEY_TYPES)
-        )
-    mirror = _mirror(path, doc["mirror"], creds) if doc.get("mirror") is not None else None
+    key_type = model.cache_key_type
+    mirror = _mirror(path, model.mirror, creds) if model.mirror is not None else None
     if mirror is not None and key_type == "Global":
         # A Global answer would also be served for mirrored images, without the mirror.
         raise ConfigError(f"{path}: cacheKeyType Global cannot be used with a mirror")

@@ -590,6 +590,34 @@ BAD = {
         HEAD + f"credentials:\n  - match: ['reg?.io']\n    username: u\n    password: {CANARY}\n",
         'credentials[0].match[0]: "reg?.io" holds "?" or "#"',
     ),
+    "credentials-null": (HEAD + "credentials:\n", "credentials must be a non-empty list"),
+    "credential-not-a-mapping": (
+        HEAD + f"credentials: [{CANARY}]\n",
+        "credentials[0] must be a mapping",
+    ),
+    "username-null": (
+        HEAD + f"credentials:\n  - match: r.io\n    username:\n    password: {CANARY}\n",
+        "credentials[0].username must be a string, not a null",
+    ),
+    "password-and-null-file": (
+        HEAD + CRED + "    passwordFile:\n",
+        "credentials[0] needs exactly one of password or passwordFile",
+    ),
+    "second-credential-unknown-fields": (
+        HEAD + CRED + f"  - {{match: [s.io], username: u, pasword: {CANARY}, x: 1}}\n",
+        'credentials[1]: unknown fields "pasword", "x" (allowed: match, password, '
+        "passwordFile, username)",
+    ),
+    "duration-null": (
+        HEAD + CRED + "cacheDuration:\n",
+        "cacheDuration must be a string, not a null",
+    ),
+    "cacheKeyType-null": (HEAD + CRED + "cacheKeyType:\n", "cacheKeyType null is not one of"),
+    "mirror-not-a-mapping": (HEAD + CRED + "mirror: r.io\n", "mirror must be a mapping"),
+    "mirror-upstreams-null": (
+        HEAD + CRED + "mirror: {endpoint: r.io, upstreams: null}\n",
+        "mirror.upstreams must be a non-empty list of strings",
+    ),
     "no-credentials": (HEAD, "credentials is required"),
     "bad-duration": (HEAD + CRED + "cacheDuration: 1 hour\n", "cacheDuration: time: "),
     "negative-duration": (HEAD + CRED + "cacheDuration: -1h\n", "must not be negative"),
