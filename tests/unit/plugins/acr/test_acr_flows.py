@@ -22,8 +22,8 @@ from credprov_acr.plugin import AcrProvider, Options
 from credprov.credentialprovider.keyring import DockerKeyring
 from credprov.sdk import EXIT_ERROR, EXIT_OK, ProviderError, Request, run
 from tests.conftest import CANARY
-from tests.unit.plugins.acr import fakes
-from tests.unit.plugins.acr.fakes import ACR_SERVICE, DEFAULT_TENANT, FakeAzure, jwt_claims
+from tests.fakes import acr as fakes
+from tests.fakes.acr import ACR_SERVICE, DEFAULT_TENANT, FakeAzure, jwt_claims
 
 # The plugin's optional extra (credprov[acr]) and the fake's certificate maker.
 pytest.importorskip("azure.identity")

@@ -17,22 +17,21 @@ from typing import Any
 
 import pytest
 from credprov_gcp._http import MAX_RETRY_DELAY, Budget, HttpFailure, Transport, safe_url
-from credprov_gcp.fakes import (
-    EMAIL_PATH,
-    STS_PATH,
-    TOKEN_PATH,
-    FakeMetadataServer,
-    FakeSTSServer,
-    Reply,
-    closed_port,
-    token_reply,
-)
 from credprov_gcp.registries import is_google_registry, registry_keys
 from credprov_gcp.tokens import token_cache_duration
 
 from credprov._go.durations import SECOND
 from credprov.credentialprovider.keyring import DockerKeyring
 from tests.conftest import CANARY
+from tests.fakes.gcp import (
+    EMAIL_PATH,
+    STS_PATH,
+    TOKEN_PATH,
+    FakeMetadataServer,
+    FakeSTSServer,
+    token_reply,
+)
+from tests.fakes.server import Reply, closed_port
 from tests.unit.plugins.gcp.conftest import (
     FEDERATED_TOKEN,
     NODE_TOKEN,
