@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from credprov_gcp._http import MAX_RETRY_DELAY, Budget, HttpFailure, Transport, safe_url
+from credprov_gcp._http import MAX_RETRY_DELAY, HttpFailure, Transport, run_budget, safe_url
 from credprov_gcp.registries import is_google_registry, registry_keys
 from credprov_gcp.tokens import token_cache_duration
 
 from credprov._go.durations import SECOND
 from credprov.credentialprovider.keyring import DockerKeyring
+from credprov.sdk.http import Budget
 from tests.conftest import CANARY
 from tests.fakes.gcp import (
     EMAIL_PATH,
@@ -393,7 +394,7 @@ def test_read_timeouts_are_retried_and_named() -> None:
         server.bind(("127.0.0.1", 0))
         server.listen(4)
         url = f"http://127.0.0.1:{server.getsockname()[1]}/x"
-        transport = Transport(Budget(), attempts=2, sleep=lambda s: None)
+        transport = Transport(run_budget(), attempts=2, sleep=lambda s: None)
         with pytest.raises(HttpFailure) as info:
             transport(url, timeout=0.1)
     assert info.value.detail == "timed out after 0.1s, 2 attempts"
