@@ -49,7 +49,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from credprov.credentialprovider.plugin.install import install
-    from tests.unit.plugins.acr import fakes
+    from tests.fakes import acr as fakes
 
     tmp = Path(tempfile.mkdtemp(prefix="credprov-bench-acr-"))
     samples: dict[str, list[float]] = {

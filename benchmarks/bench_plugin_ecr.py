@@ -49,7 +49,7 @@ def main() -> int:
 
     sys.path.insert(0, str(REPO))  # the tests' fake AWS endpoint
     from credprov.credentialprovider.plugin.install import install
-    from tests.unit.plugins.ecr.fake_aws import fake_aws
+    from tests.fakes.ecr import fake_aws
 
     tmp = Path(tempfile.mkdtemp(prefix="credprov-bench-ecr-"))
     samples: dict[str, list[float]] = {"floor": [], "warm": [], "cold": [], "sdk import": []}

@@ -32,6 +32,8 @@ from pathlib import Path
 
 from bench_plugins import _time  # the timing helper of the SDK's benchmark (same directory)
 
+REPO = Path(__file__).resolve().parents[1]
+
 G = "credentialprovider.kubelet.k8s.io"
 IMAGE = "us-docker.pkg.dev/my-project/repo/app"
 ARGS = ["get-credentials", "--v=3"]
@@ -53,9 +55,9 @@ def main() -> int:
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args()
 
-    from credprov_gcp.fakes import FakeMetadataServer, FakeSTSServer
-
+    sys.path.insert(0, str(REPO))  # the tests' fake metadata server and STS
     from credprov.credentialprovider.plugin.install import install
+    from tests.fakes.gcp import FakeMetadataServer, FakeSTSServer
 
     tmp = Path(tempfile.mkdtemp(prefix="credprov-bench-gcp-"))
     samples: dict[str, list[float]] = {"floor": [], "warm": [], "cold": [], "cold-wi": []}

@@ -82,7 +82,6 @@ EXCLUDES = (
     "google.protobuf",
     "credprov.cli",
     "credprov.cri",
-    "credprov_gcp.fakes",
 )
 
 #: Runtime hooks that only support APIs the plugins never use frozen (see module docstring).
@@ -157,8 +156,7 @@ import sys
 sys.path[:0] = {pathex!r}
 from PyInstaller.utils.hooks import collect_submodules
 
-hidden = [m for p in {packages!r} for m in collect_submodules(p)
-          if not m.endswith(".fakes")] + {tools!r}
+hidden = [m for p in {packages!r} for m in collect_submodules(p)] + {tools!r}
 a = Analysis([{str(entry)!r}], pathex={pathex!r}, hiddenimports=hidden,
              excludes={excludes!r}, noarchive=False)
 a.scripts = [s for s in a.scripts if s[0] not in {DROPPED_RUNTIME_HOOKS!r}]

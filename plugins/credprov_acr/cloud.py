@@ -29,6 +29,7 @@ import os
 from typing import Any, NamedTuple
 
 from credprov.sdk import ProviderError
+from credprov.sdk.http import CHUNK_BYTES, BodyTooLarge, read_capped
 
 ENVIRONMENT_FILEPATH_ENV = "AZURE_ENVIRONMENT_FILEPATH"
 
@@ -179,11 +180,11 @@ def fetch_metadata(endpoint: str, timeout: float = 10.0) -> Any:
         with requests.get(url, timeout=(5.0, timeout), stream=True) as resp:
             if resp.status_code != 200:
                 raise CloudError(f"cloud metadata from {where} answered HTTP {resp.status_code}")
-            body = resp.raw.read(_MAX_METADATA_BYTES + 1, decode_content=True)
+            body = read_capped(resp.iter_content(CHUNK_BYTES), _MAX_METADATA_BYTES)
     except requests.RequestException as exc:
         raise CloudError(f"cannot read cloud metadata from {where}: {type(exc).__name__}") from None
-    if len(body) > _MAX_METADATA_BYTES:
-        raise CloudError(f"cloud metadata from {where} is too large")
+    except BodyTooLarge:
+        raise CloudError(f"cloud metadata from {where} is too large") from None
     try:
         return json.loads(body)
     except ValueError:

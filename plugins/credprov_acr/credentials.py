@@ -40,7 +40,6 @@ credential: the annotation's (or ``--ib-default-tenant-id``) for rows 1 and 2, a
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from credprov.sdk import ProviderError
@@ -59,7 +58,7 @@ MANAGED_IDENTITY = "managed identity"
 #: Advanced/test knob honoured by azure-identity itself; it overrides the cloud's authority.
 AUTHORITY_HOST_ENV = "AZURE_AUTHORITY_HOST"
 
-Log = Callable[[int, str], None]
+Log = _http.Log
 
 
 class CredentialError(ProviderError):

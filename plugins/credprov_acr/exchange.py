@@ -14,8 +14,9 @@ Differences, all on the side of safety: the AAD token is sent only to an ``https
 the login server or another ACR host (upstream follows any realm the registry names); a
 failure never quotes a response body that could hold a token (upstream's "unable to read
 response %s" prints the refresh token when the JSON is malformed); throttling and server
-errors are retried (urllib3's ``Retry``, :mod:`credprov_acr._retry`); and :func:`refresh_token_lifetime` reads the
-refresh token's ``exp`` so the answer is cached for as long as the token lives.
+errors are retried (urllib3's ``Retry``, :func:`credprov_acr._http.retry`); and
+:func:`refresh_token_lifetime` reads the refresh token's ``exp`` so the answer is cached for
+as long as the token lives.
 
 Advanced/test knob: ``$CREDPROV_ACR_LOGIN_SERVER_URL`` (e.g. ``https://127.0.0.1:8443``)
 sends the challenge there instead of ``https://<login server>``; its host is then also an
@@ -27,11 +28,11 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Callable
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from credprov.sdk import ProviderError
+from credprov.sdk.http import CHUNK_BYTES, BodyTooLarge, last_error, read_capped
 from credprov_acr import _http
 
 LOGIN_SERVER_URL_ENV = "CREDPROV_ACR_LOGIN_SERVER_URL"
@@ -42,7 +43,7 @@ DOCKER_TOKEN_LOGIN_USERNAME_GUID = "00000000-0000-0000-0000-000000000000"
 #: Parent domains of ACR hosts a realm may live on (besides the login server itself).
 ACR_DOMAINS = ("azurecr.io", "azurecr.cn", "azurecr.de", "azurecr.us")
 
-Log = Callable[[int, str], None]
+Log = _http.Log
 
 
 class ExchangeError(ProviderError):
@@ -176,13 +177,11 @@ class AcrClient:
         import requests
         from requests.adapters import HTTPAdapter
 
-        from credprov_acr._retry import retry
-
         self._requests = requests
         self.session = session if session is not None else requests.Session()
         self.retries = _http.max_retries() if retries is None else retries
         self.log: Log = log or (lambda level, message: None)
-        adapter = HTTPAdapter(max_retries=retry(self.retries, sleep, self.log))
+        adapter = HTTPAdapter(max_retries=_http.retry(self.retries, sleep, self.log))
         for prefix in ("https://", "http://"):
             self.session.mount(prefix, adapter)
         self.acr_suffix = acr_suffix.strip().lstrip(".").lower()
@@ -219,10 +218,8 @@ class AcrClient:
         except requests.ConnectionError as exc:
             from urllib3.exceptions import ReadTimeoutError
 
-            # After retries a read timeout arrives as urllib3's MaxRetryError; its
-            # ``reason`` is the last attempt's error.
-            last = getattr(exc.args[0], "reason", None) if exc.args else None
-            if isinstance(last, ReadTimeoutError):
+            # After retries a read timeout arrives as urllib3's MaxRetryError.
+            if isinstance(last_error(exc), ReadTimeoutError):
                 raise ExchangeError(f"{what}: timed out talking to {host}") from None
             raise ExchangeError(f"{what}: cannot connect to {host}") from None
         except requests.RequestException as exc:
@@ -232,14 +229,10 @@ class AcrClient:
 
     @staticmethod
     def _read(resp: Any, what: str) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        for chunk in resp.iter_content(64 * 1024):
-            size += len(chunk)
-            if size > _http.MAX_BODY_BYTES:
-                raise ExchangeError(f"{what}: the response is larger than the read limit")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        try:
+            return read_capped(resp.iter_content(CHUNK_BYTES), _http.MAX_BODY_BYTES)
+        except BodyTooLarge:
+            raise ExchangeError(f"{what}: the response is larger than the read limit") from None
 
     # -- protocol ---------------------------------------------------------------------------
 

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from credprov.sdk import ProviderError
+from credprov.sdk.http import CHUNK_BYTES, BodyTooLarge, last_error, read_capped
 from credprov_acr import _http
 
 if TYPE_CHECKING:
     import ssl  # imported when used: not on the path of answers that need no TLS
+
+    from urllib3.util.retry import Retry
 
 CA_FILE = "/etc/kubernetes/certs/ca.crt"
 CA_FILE_ENV = "CREDPROV_ACR_IB_CA_FILE"
@@ -34,7 +36,7 @@ RESOLVE_TIMEOUT = 10.0
 
 CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
-Log = Callable[[int, str], None]
+Log = _http.Log
 
 
 class IdentityBindingsError(ProviderError):
@@ -132,14 +134,7 @@ def get_token(
 
     Raises:
         IdentityBindingsError: bad CA file, unresolvable address, refused or malformed.
-
-    (Over 80 lines on purpose: the identity-binding exchange is one request with its TLS, SNI
-    and retry set-up, as upstream's.)
     """
-    from urllib.parse import urlencode
-
-    import urllib3
-
     log = log or (lambda level, message: None)
     retries = _http.max_retries() if retries is None else retries
     if not assertion:
@@ -147,9 +142,44 @@ def get_token(
     if not client_id:
         raise IdentityBindingsError("client ID not configured")
     ctx = _ssl_context(_ca_file())
-    address = resolve_apiserver(ib.apiserver_ip)
-    port = _port()
-    body = urlencode(
+    endpoint = _Endpoint(ib.sni_name, resolve_apiserver(ib.apiserver_ip), _port())
+    log(4, f"requesting a token from the {endpoint.where} with scope {scope}")
+    form = _token_form(client_id, assertion, scope)
+    status, data = _post(endpoint, ctx, form, _http.retry(retries, sleep, log))
+    if status != 200:
+        raise IdentityBindingsError(
+            f"token request to the {endpoint.where} failed: {_http.status_text(status)}"
+        )
+    if data is None:
+        raise IdentityBindingsError(
+            f"the answer of the {endpoint.where} is larger than the read limit"
+        )
+    return _parse_token(data, endpoint.where)
+
+
+class _Endpoint(NamedTuple):
+    """Where the token request goes: the SNI (and certificate) name, the address, the port."""
+
+    sni_name: str
+    address: str
+    port: int
+
+    @property
+    def where(self) -> str:
+        """``identity-bindings endpoint <sni> (<address>:<port>)``, for messages."""
+        return f"identity-bindings endpoint {self.sni_name} ({self.address}:{self.port})"
+
+    @property
+    def host_header(self) -> str:
+        """The ``Host`` header: the SNI name, with the port unless it is 443."""
+        return self.sni_name if self.port == DEFAULT_PORT else f"{self.sni_name}:{self.port}"
+
+
+def _token_form(client_id: str, assertion: str, scope: str) -> str:
+    """The urlencoded client-credentials form, the service-account token as the assertion."""
+    from urllib.parse import urlencode
+
+    return urlencode(
         {
             "grant_type": "client_credentials",
             "client_assertion_type": CLIENT_ASSERTION_TYPE,
@@ -158,52 +188,65 @@ def get_token(
             "client_id": client_id,
         }
     )
-    host_header = ib.sni_name if port == DEFAULT_PORT else f"{ib.sni_name}:{port}"
-    where = f"identity-bindings endpoint {ib.sni_name} ({address}:{port})"
-    log(4, f"requesting a token from the {where} with scope {scope}")
-    from credprov_acr._retry import retry
+
+
+def _post(
+    endpoint: _Endpoint, ctx: ssl.SSLContext, form: str, retry: Retry
+) -> tuple[int, bytes | None]:
+    """POST ``form`` to the endpoint's root (TLS to the SNI name, never a proxy, ``retry``'s
+    retries): the last status and its body (None when over the read limit).
+
+    Raises:
+        IdentityBindingsError: no answer (TLS failure, unreachable).
+    """
+    import urllib3
 
     with urllib3.HTTPSConnectionPool(
-        address,
-        port=port,
+        endpoint.address,
+        port=endpoint.port,
         ssl_context=ctx,
-        server_hostname=ib.sni_name,
-        assert_hostname=ib.sni_name,
+        server_hostname=endpoint.sni_name,
+        assert_hostname=endpoint.sni_name,
         timeout=urllib3.Timeout(connect=_http.TIMEOUT[0], read=_http.TIMEOUT[1]),
     ) as pool:
         try:
             resp = pool.request(
                 "POST",
                 "/",
-                body=body,
+                body=form,
                 headers={
-                    "Host": host_header,
+                    "Host": endpoint.host_header,
                     "Content-Type": "application/x-www-form-urlencoded",
                     "User-Agent": _http.USER_AGENT,
                 },
                 preload_content=False,
                 redirect=False,
-                retries=retry(retries, sleep, log),
+                retries=retry,
             )
             try:
-                data = resp.read(_http.MAX_BODY_BYTES + 1)
+                data: bytes | None = read_capped(resp.stream(CHUNK_BYTES), _http.MAX_BODY_BYTES)
+            except BodyTooLarge:
+                data = None  # reported after the status, which says more
             finally:
                 resp.release_conn()
         except urllib3.exceptions.HTTPError as exc:
-            last = getattr(exc, "reason", None) or exc  # MaxRetryError: the last error
+            last = last_error(exc)
             if isinstance(last, urllib3.exceptions.SSLError):
                 raise IdentityBindingsError(
-                    f"TLS handshake with the {where} failed (certificate not trusted?)"
+                    f"TLS handshake with the {endpoint.where} failed (certificate not trusted?)"
                 ) from None
             raise IdentityBindingsError(
-                f"cannot reach the {where} ({type(last).__name__})"
+                f"cannot reach the {endpoint.where} ({type(last).__name__})"
             ) from None
-    if resp.status != 200:
-        raise IdentityBindingsError(
-            f"token request to the {where} failed: {_http.status_text(resp.status)}"
-        )
-    if len(data) > _http.MAX_BODY_BYTES:
-        raise IdentityBindingsError(f"the answer of the {where} is larger than the read limit")
+    return resp.status, data
+
+
+def _parse_token(data: bytes, where: str) -> tuple[str, float]:
+    """(access token, expires_in seconds) of the endpoint's JSON answer.
+
+    Raises:
+        IdentityBindingsError: not JSON, or no access token.
+    """
     try:
         doc = json.loads(data)
     except ValueError:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from http import HTTPStatus
 from typing import Any
 
 import botocore.exceptions as bx
@@ -35,6 +34,7 @@ from botocore.config import Config
 from botocore.parsers import ResponseParserError
 
 from credprov import __version__
+from credprov.sdk.http import status_text
 from credprov_ecr._retry import CallRetries
 
 #: Per-attempt HTTP timeouts in seconds (connect, read): together with the retry budget they
@@ -43,9 +43,6 @@ CONNECT_TIMEOUT = 10
 READ_TIMEOUT = 20
 
 _MAX_MESSAGE = 300
-
-#: HTTP reason phrases, for an error answer that said nothing else.
-_REASONS = {s.value: s.phrase for s in HTTPStatus}
 
 
 class MalformedResponse(Exception):
@@ -182,7 +179,7 @@ def describe(exc: BaseException) -> str:
         message = _one_line(error.get("Message", "") or "")
         if not code or code == str(status):
             if not message and isinstance(status, int):
-                message = _REASONS.get(status, "")
+                return f"HTTP {status_text(status)}"  # an answer that said nothing else
             return f"HTTP {status} {message}".rstrip()
         return f"{code} (HTTP {status}): {message}" if message else f"{code} (HTTP {status})"
     if isinstance(exc, MalformedResponse):

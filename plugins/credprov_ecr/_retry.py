@@ -16,9 +16,10 @@ STS call followed by an ECR call, can outlast the kubelet's minute, and the kube
 kills the plugin without a word. No botocore setting expresses "no retry starts after
 :data:`RETRY_BUDGET` seconds", so the wrapper puts botocore's own standard handler (the one
 ``Config`` registers, obtained through ``botocore.retries.standard.register_retry_handler``)
-behind that one check. It also does the waiting itself, through an injected ``sleep``, so
-tests never sleep (botocore's endpoint would call ``time.sleep``), and counts the attempts
-for the error message.
+behind that one check (the cloud plugins' :class:`credprov.sdk.http.Budget`, on an injected
+clock). It also does the waiting itself, through an injected ``sleep``, so tests never sleep
+(botocore's endpoint would call ``time.sleep``), and counts the attempts for the error
+message.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from credprov.sdk.http import Budget
 
 #: Attempts per call unless ``AWS_MAX_ATTEMPTS`` says otherwise (the SDKs' standard mode).
 DEFAULT_MAX_ATTEMPTS = 3
@@ -74,9 +77,8 @@ class CallRetries:
         self.policy = policy
         self.attempts = 0
         self._sleep = sleep
-        self._monotonic = monotonic
         self._on_retry = on_retry
-        self._start = monotonic()
+        self._budget = Budget(policy.budget, monotonic)
 
     def install(self, client: Any) -> None:
         """Put the standard-mode handler of ``client`` (made with ``mode: standard``) behind
@@ -96,7 +98,7 @@ class CallRetries:
         def needs_retry(**kwargs: Any) -> float | None:
             self.attempts = kwargs["attempts"]
             delay = handler.needs_retry(**kwargs)
-            if delay is None or self._monotonic() - self._start + delay > self.policy.budget:
+            if delay is None or not self._budget.allows(delay):
                 return None
             if self._on_retry is not None:
                 kind = (

@@ -15,12 +15,11 @@ and the 10 MiB body cap, and adds:
   link-local, and a proxy would see the token. Upstream honours ``HTTP_PROXY`` there too
   and needs the host in ``NO_PROXY``.
 
-What ``Retry`` cannot express is kept in :class:`_RunRetry`, a small subclass: the run's
-budget (urllib3 bounds retries by count; a retry starts here only if its longest wait and
-its timeout fit in the time left), the cap on ``Retry-After`` (urllib3's own
-``retry_after_max`` is recent; an unparsable header falls back to the backoff instead of
-failing the request), waiting through an injected ``sleep`` (tests never wait) and counting
-the attempts of a request that failed (urllib3 does not say in its error).
+The retry policy is :class:`credprov.sdk.http.Retries`, the cloud plugins' one urllib3
+``Retry`` subclass: it keeps retries within the run's budget (a retry starts here only if its
+longest wait and its timeout fit in the time left), caps ``Retry-After`` (an unparsable
+header falls back to the backoff), waits through an injected ``sleep`` (tests never wait) and
+counts the attempts of a request that failed.
 
 Failures raise :class:`HttpFailure` with a short reason; URLs in messages lose their
 userinfo and query (a ``google-dockercfg-url`` may carry a signed query).
@@ -28,20 +27,24 @@ userinfo and query (a ``google-dockercfg-url`` may carry a signed query).
 
 from __future__ import annotations
 
-import contextlib
-import http
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import requests
 from google.auth import transport
 from requests.adapters import HTTPAdapter
-from urllib3.exceptions import InvalidHeader, ReadTimeoutError
-from urllib3.util.retry import Retry
+from urllib3.exceptions import ReadTimeoutError
 
+from credprov.sdk.http import (
+    CHUNK_BYTES,
+    BodyTooLarge,
+    Budget,
+    Retries,
+    last_error,
+    read_capped,
+)
 from credprov_gcp.errors import GCPError
 
 USER_AGENT = "GKE auth-provider-gcp image pull"
@@ -96,26 +99,9 @@ def safe_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def status_text(status: int) -> str:
-    """``429 Too Many Requests``."""
-    try:
-        return f"{status} {http.HTTPStatus(status).phrase}"
-    except ValueError:
-        return str(status)
-
-
-class Budget:
-    """The time left for the run's HTTP requests (injected clock)."""
-
-    def __init__(
-        self, seconds: float = RUN_DEADLINE, monotonic: Callable[[], float] = time.monotonic
-    ) -> None:
-        self._monotonic = monotonic
-        self._end = monotonic() + seconds
-
-    def remaining(self) -> float:
-        """Seconds left; negative once spent."""
-        return self._end - self._monotonic()
+def run_budget(monotonic: Callable[[], float] = time.monotonic) -> Budget:
+    """The time budget of one run (:data:`RUN_DEADLINE`), shared by its transports."""
+    return Budget(RUN_DEADLINE, monotonic)
 
 
 class HttpResponse(transport.Response):
@@ -164,49 +150,11 @@ def _os_reason(exc: BaseException) -> str | None:
 def _failure_reason(exc: requests.RequestException, timeout: float) -> str:
     # After retries a read timeout reaches requests as a ConnectionError around urllib3's
     # MaxRetryError; its ``reason`` is the last attempt's error.
-    last = getattr(exc.args[0], "reason", None) if exc.args else None
-    if isinstance(exc, requests.Timeout) or isinstance(last, ReadTimeoutError):
+    if isinstance(exc, requests.Timeout) or isinstance(last_error(exc), ReadTimeoutError):
         return f"timed out after {timeout:g}s"
     if isinstance(exc, requests.ConnectionError):
         return _os_reason(exc) or "connection failed"
     return type(exc).__name__
-
-
-@dataclass
-class _Request:
-    """What the retries of the request in flight need: shared by the copies of
-    :class:`_RunRetry` that urllib3 makes for each retry."""
-
-    budget: Budget
-    sleep: Callable[[float], None]
-    timeout: float = DEFAULT_TIMEOUT
-    failed: int = 0  # attempts that failed so far
-
-
-class _RunRetry(Retry):
-    """urllib3's ``Retry`` within the run's budget, waiting through an injected sleep (see
-    the module docstring)."""
-
-    request: _Request
-
-    def new(self, **kw: Any) -> _RunRetry:
-        retry = super().new(**kw)
-        retry.request = self.request
-        self.request.failed = len(retry.history)
-        return retry
-
-    def is_exhausted(self) -> bool:
-        worst = self.request.timeout + MAX_RETRY_DELAY
-        return super().is_exhausted() or self.request.budget.remaining() < worst
-
-    def sleep(self, response: Any = None) -> None:
-        delay = None
-        if response is not None and self.respect_retry_after_header:
-            with contextlib.suppress(InvalidHeader):  # a bad date: the backoff instead
-                delay = self.get_retry_after(response)
-        if delay is None:
-            delay = self.get_backoff_time()
-        self.request.sleep(min(delay, MAX_RETRY_DELAY))
 
 
 class Transport(transport.Request):
@@ -229,22 +177,18 @@ class Transport(transport.Request):
         session: requests.Session | None = None,
     ) -> None:
         self.budget = budget
-        self._request = _Request(budget, sleep)
-        retry = _RunRetry(
-            total=max(1, attempts) - 1,
-            status_forcelist=RETRY_STATUSES,
-            allowed_methods=Retry.DEFAULT_ALLOWED_METHODS | {"POST"},
-            backoff_factor=BACKOFF_BASE,
-            backoff_jitter=BACKOFF_BASE,
-            backoff_max=MAX_RETRY_DELAY,
-            respect_retry_after_header=True,
-            raise_on_status=False,
+        self._retries = Retries(
+            max(1, attempts) - 1,
+            RETRY_STATUSES,
+            BACKOFF_BASE,
+            MAX_RETRY_DELAY,
+            budget=budget,
+            sleep=sleep,
         )
-        retry.request = self._request
         self.session = session or requests.Session()
         self.session.trust_env = trust_env
         for prefix in ("http://", "https://"):
-            self.session.mount(prefix, HTTPAdapter(max_retries=retry))
+            self.session.mount(prefix, HTTPAdapter(max_retries=self._retries.urllib3_retry()))
         self.last_response: HttpResponse | None = None
 
     def __call__(
@@ -268,13 +212,13 @@ class Transport(transport.Request):
         send_headers = {"User-Agent": USER_AGENT, **(headers or {})}
         per_try = DEFAULT_TIMEOUT if timeout is None else float(timeout)
         this_timeout = min(per_try, remaining)
-        self._request.timeout, self._request.failed = this_timeout, 0
+        self._retries.begin(this_timeout)
         try:
             response = self._once(method, url, body, send_headers, this_timeout)
         except requests.RequestException as exc:
             unreachable = isinstance(exc, requests.ConnectionError | requests.Timeout)
             reason = _failure_reason(exc, this_timeout)
-            raise HttpFailure(url, reason, max(1, self._request.failed), unreachable) from None
+            raise HttpFailure(url, reason, max(1, self._retries.failed), unreachable) from None
         self.last_response = response
         return response
 
@@ -292,11 +236,8 @@ class Transport(transport.Request):
             # The response urllib3 kept (the last one) knows the retries before it.
             retries = getattr(resp.raw, "retries", None)
             attempts = len(retries.history) + 1 if retries is not None else 1
-            chunks: list[bytes] = []
-            size = 0
-            for chunk in resp.iter_content(64 * 1024):
-                size += len(chunk)
-                if size > MAX_BODY_BYTES:
-                    raise HttpFailure(url, "response larger than 10 MiB", attempts, False)
-                chunks.append(chunk)
-            return HttpResponse(resp.status_code, resp.headers, b"".join(chunks), attempts)
+            try:
+                data = read_capped(resp.iter_content(CHUNK_BYTES), MAX_BODY_BYTES)
+            except BodyTooLarge:
+                raise HttpFailure(url, "response larger than 10 MiB", attempts, False) from None
+            return HttpResponse(resp.status_code, resp.headers, data, attempts)

@@ -18,7 +18,8 @@ import binascii
 import json
 from typing import Any
 
-from credprov_gcp._http import HttpFailure, Transport, attempts_note, safe_url, status_text
+from credprov.sdk.http import status_text
+from credprov_gcp._http import HttpFailure, Transport, attempts_note, safe_url
 from credprov_gcp.errors import GCPError
 from credprov_gcp.metadata import MetadataClient
 

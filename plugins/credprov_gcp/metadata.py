@@ -9,7 +9,8 @@ proxy. Any status but 200 is an error, as upstream; unlike upstream, errors are 
 
 from __future__ import annotations
 
-from credprov_gcp._http import HttpFailure, Transport, attempts_note, status_text
+from credprov.sdk.http import status_text
+from credprov_gcp._http import HttpFailure, Transport, attempts_note
 from credprov_gcp.errors import GCPError
 from credprov_gcp.tokens import AccessToken, parse_token_response
 

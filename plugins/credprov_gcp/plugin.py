@@ -18,7 +18,7 @@ from collections.abc import Callable
 from credprov._go.durations import HOUR, format_duration
 from credprov.sdk import Context, Request, Response
 from credprov_gcp import dockercfg, workload_identity
-from credprov_gcp._http import Budget, Transport
+from credprov_gcp._http import Transport, run_budget
 from credprov_gcp.metadata import MetadataClient
 from credprov_gcp.registries import (
     TOKEN_USERNAME,
@@ -39,7 +39,7 @@ class Transports:
     (STS, ``google-dockercfg-url``: proxy settings honoured)."""
 
     def __init__(self, sleep: Callable[[float], None] = time.sleep) -> None:
-        budget = Budget()
+        budget = run_budget()
         self.metadata = Transport(budget, trust_env=False, sleep=sleep)
         self.external = Transport(budget, trust_env=True, sleep=sleep)
 

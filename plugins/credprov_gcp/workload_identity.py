@@ -19,14 +19,8 @@ import re
 from typing import Any
 
 from credprov.sdk import Request
-from credprov_gcp._http import (
-    HttpFailure,
-    HttpResponse,
-    Transport,
-    attempts_note,
-    safe_url,
-    status_text,
-)
+from credprov.sdk.http import status_text
+from credprov_gcp._http import HttpFailure, HttpResponse, Transport, attempts_note, safe_url
 from credprov_gcp.errors import GCPError
 from credprov_gcp.settings import Settings
 from credprov_gcp.tokens import AccessToken, token_from_json

@@ -202,7 +202,7 @@ def test_plugin_test_results_match_the_venv_plugin(installed: Path, tmp_path: Pa
 
 
 def test_ecr_plugin_in_the_root_against_moto(installed: Path, tmp_path: Path) -> None:
-    from tests.unit.plugins.ecr.fake_aws import fake_aws
+    from tests.fakes.ecr import fake_aws
 
     image = "123456789012.dkr.ecr.us-west-2.amazonaws.com/team/app"
     with fake_aws() as aws:
@@ -228,7 +228,7 @@ def test_ecr_plugin_in_the_root_against_moto(installed: Path, tmp_path: Path) ->
 
 
 def test_gcp_plugin_in_the_root_against_a_metadata_server(installed: Path) -> None:
-    from credprov_gcp.fakes import FakeMetadataServer
+    from tests.fakes.gcp import FakeMetadataServer
 
     token = f"ya29.node-{CANARY}"
     with FakeMetadataServer(token=token) as mds:

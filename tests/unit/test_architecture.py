@@ -278,7 +278,6 @@ LONG_FUNCTION_ALLOWLIST: dict[str, str] = {
     "credprov/nodeauth/audit.py:audit": "pending (doc)",
     "credprov/pullmanager/manager.py:ImagePullManager._must_attempt": "pending (kube)",
     "credprov/sdk/_runtime.py:run": "pending (sdk)",
-    "plugins/credprov_acr/identity_bindings.py:get_token": "pending (sdk)",
 }
 
 

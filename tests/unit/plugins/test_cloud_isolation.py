@@ -38,8 +38,7 @@ def test_plugin_imports_only_its_own_sdk(cloud: str) -> None:
         "import pkgutil, importlib\n"
         f"import credprov_{cloud} as pkg\n"
         "for m in pkgutil.iter_modules(pkg.__path__):\n"
-        "    if m.name != 'fakes':\n"
-        "        importlib.import_module(pkg.__name__ + '.' + m.name)\n"
+        "    importlib.import_module(pkg.__name__ + '.' + m.name)\n"
         "print('ok')\n"
     )
     proc = subprocess.run(
@@ -62,3 +61,24 @@ def test_credprov_core_imports_no_cloud_sdk() -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "[]"
+
+
+def test_plugins_never_import_the_tests() -> None:
+    # Fakes live under tests/fakes/; a plugin that imported them would ship them.
+    import ast
+    from pathlib import Path
+
+    plugins = Path(__file__).resolve().parents[3] / "plugins"
+    offenders = []
+    for path in sorted(plugins.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            if any(n == "tests" or n.startswith("tests.") for n in names):
+                offenders.append(f"{path.relative_to(plugins)}:{node.lineno}")
+    assert not offenders, offenders

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.plugins.acr import fakes
+from tests.fakes import acr as fakes
 
 
 @pytest.fixture(scope="session")

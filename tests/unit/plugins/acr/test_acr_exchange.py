@@ -12,7 +12,7 @@ from credprov_acr.exchange import (
     refresh_token_lifetime,
 )
 
-from tests.unit.plugins.acr.fakes import make_jwt
+from tests.fakes.acr import make_jwt
 
 ASSIGNMENTS = [
     ('realm="https://x.azurecr.io/oauth2/token",service="x.azurecr.io"',

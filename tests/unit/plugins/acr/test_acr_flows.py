@@ -22,8 +22,8 @@ from credprov_acr.plugin import AcrProvider, Options
 from credprov.credentialprovider.keyring import DockerKeyring
 from credprov.sdk import EXIT_ERROR, EXIT_OK, ProviderError, Request, run
 from tests.conftest import CANARY
-from tests.unit.plugins.acr import fakes
-from tests.unit.plugins.acr.fakes import ACR_SERVICE, DEFAULT_TENANT, FakeAzure, jwt_claims
+from tests.fakes import acr as fakes
+from tests.fakes.acr import ACR_SERVICE, DEFAULT_TENANT, FakeAzure, jwt_claims
 
 # The plugin's optional extra (credprov[acr]) and the fake's certificate maker.
 pytest.importorskip("azure.identity")
@@ -268,6 +268,40 @@ def test_identity_bindings_throttling(
         )
 
 
+@pytest.mark.parametrize(
+    ("mode", "problem"),
+    [
+        ("oversized", "is larger than the read limit"),
+        ("oversized-503", "failed: HTTP 503 (unavailable)"),  # the status says more
+    ],
+)
+def test_identity_bindings_answer_over_the_read_limit(
+    fake_azure: FakeAzure,
+    azure_env: dict[str, str],
+    mi_config: Path,
+    cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    problem: str,
+) -> None:
+    monkeypatch.setenv("CREDPROV_ACR_MAX_RETRIES", "0")
+    fake_azure.set("ib", mode)
+    args = [
+        str(mi_config),
+        f"--ib-sni-name={fakes.IB_SNI_NAME}",
+        "--ib-apiserver-ip=127.0.0.1",
+        "--ib-default-client-id=ib-client",
+        "--ib-default-tenant-id=tenant-ib",
+    ]
+    code, _, err, _ = call(args, "myacr.azurecr.io/app", cache, sa_token())
+    assert code == EXIT_ERROR
+    where = f"identity-bindings endpoint {fakes.IB_SNI_NAME} (127.0.0.1:{fake_azure.port})"
+    if mode == "oversized":
+        assert err.endswith(f"the answer of the {where} {problem}\n"), err
+    else:
+        assert err.endswith(f"token request to the {where} {problem}\n"), err
+
+
 def test_identity_bindings_needs_the_cluster_ca(
     fake_azure: FakeAzure,
     azure_env: dict[str, str],
@@ -509,14 +543,14 @@ def test_throttling_is_retried(
     ],
 )
 def test_retry_after_is_honoured_but_capped(retry_after: str | None, wait: float) -> None:
-    from credprov_acr import _retry
+    from credprov_acr import _http
     from urllib3 import HTTPResponse
 
     waits: list[float] = []
     logs: list[str] = []
     headers = {"Retry-After": retry_after} if retry_after else {}
     response = HTTPResponse(status=429, headers=headers)
-    policy = _retry.retry(2, waits.append, lambda level, message: logs.append(message))
+    policy = _http.retry(2, waits.append, lambda level, message: logs.append(message))
     policy = policy.increment("GET", "/v2/", response=HTTPResponse(status=503))
     policy = policy.increment("GET", "/v2/", response=response)
     policy.sleep(response)
@@ -578,6 +612,8 @@ BAD_ANSWERS = [
      "ACR token exchange for myacr.azurecr.io failed: HTTP 500 (server error)"),
     ("exchange malformed JSON", {"exchange": "malformed"}, False,
      "ACR token exchange for myacr.azurecr.io returned a response that is not JSON"),
+    ("exchange oversized", {"exchange": "oversized"}, False,
+     "ACR token exchange for myacr.azurecr.io: the response is larger than the read limit"),
     ("exchange without token", {"exchange": "no-token"}, False,
      "ACR token exchange for myacr.azurecr.io returned no refresh_token"),
     ("expired refresh token", {"exchange": "expired"}, False,

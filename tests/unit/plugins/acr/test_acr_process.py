@@ -16,8 +16,8 @@ import pytest
 
 from credprov.credentialprovider.plugin.install import install
 from tests.conftest import CANARY
-from tests.unit.plugins.acr import fakes
-from tests.unit.plugins.acr.fakes import DEFAULT_TENANT, FakeAzure
+from tests.fakes import acr as fakes
+from tests.fakes.acr import DEFAULT_TENANT, FakeAzure
 
 # The plugin's optional extra (credprov[acr]) and the fake's certificate maker.
 pytest.importorskip("azure.identity")

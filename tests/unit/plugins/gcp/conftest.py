@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from credprov_gcp.fakes import FakeMetadataServer, FakeSTSServer
 from credprov_gcp.main import main
 from credprov_gcp.plugin import provide
 
 from tests.conftest import CANARY
+from tests.fakes.gcp import FakeMetadataServer, FakeSTSServer
 
 G = "credentialprovider.kubelet.k8s.io"
 #: Tokens carry the canary, so a leak of either shows up in the canary assertions.

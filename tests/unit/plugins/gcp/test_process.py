@@ -15,10 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from credprov_gcp.fakes import TOKEN_PATH, FakeMetadataServer, FakeSTSServer, Reply, closed_port
 
 from credprov.credentialprovider.plugin.install import install
 from tests.conftest import CANARY
+from tests.fakes.gcp import TOKEN_PATH, FakeMetadataServer, FakeSTSServer
+from tests.fakes.server import Reply, closed_port
 from tests.unit.plugins.gcp.conftest import (
     FEDERATED_TOKEN,
     NODE_TOKEN,

@@ -16,23 +16,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from credprov_gcp._http import MAX_RETRY_DELAY, Budget, HttpFailure, Transport, safe_url
-from credprov_gcp.fakes import (
-    EMAIL_PATH,
-    STS_PATH,
-    TOKEN_PATH,
-    FakeMetadataServer,
-    FakeSTSServer,
-    Reply,
-    closed_port,
-    token_reply,
-)
+from credprov_gcp._http import MAX_RETRY_DELAY, HttpFailure, Transport, run_budget, safe_url
 from credprov_gcp.registries import is_google_registry, registry_keys
 from credprov_gcp.tokens import token_cache_duration
 
 from credprov._go.durations import SECOND
 from credprov.credentialprovider.keyring import DockerKeyring
+from credprov.sdk.http import Budget
 from tests.conftest import CANARY
+from tests.fakes.gcp import (
+    EMAIL_PATH,
+    STS_PATH,
+    TOKEN_PATH,
+    FakeMetadataServer,
+    FakeSTSServer,
+    token_reply,
+)
+from tests.fakes.server import Reply, closed_port
 from tests.unit.plugins.gcp.conftest import (
     FEDERATED_TOKEN,
     NODE_TOKEN,
@@ -394,7 +394,7 @@ def test_read_timeouts_are_retried_and_named() -> None:
         server.bind(("127.0.0.1", 0))
         server.listen(4)
         url = f"http://127.0.0.1:{server.getsockname()[1]}/x"
-        transport = Transport(Budget(), attempts=2, sleep=lambda s: None)
+        transport = Transport(run_budget(), attempts=2, sleep=lambda s: None)
         with pytest.raises(HttpFailure) as info:
             transport(url, timeout=0.1)
     assert info.value.detail == "timed out after 0.1s, 2 attempts"

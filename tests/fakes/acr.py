@@ -39,6 +39,8 @@ IB_SNI_NAME = "ib.credprov.test"
 DEFAULT_TENANT = "tenant-node"
 ACR_SERVICE = "fake.azurecr.io"
 REFRESH_TTL = 3 * 3600
+#: A body one byte over the plugin's read limit (10 MiB).
+OVERSIZED = b" " * (10 * 1024 * 1024 + 1)
 
 
 @dataclass(frozen=True)
@@ -230,6 +232,12 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "malformed":
             self._send(200, b'{"access_token": "half a token')
             return True
+        if mode == "oversized":
+            self._send(200, OVERSIZED)
+            return True
+        if mode == "oversized-503":
+            self._send(503, OVERSIZED)
+            return True
         return False
 
     # -- routes ---------------------------------------------------------------------------
@@ -341,6 +349,8 @@ class _Handler(BaseHTTPRequestHandler):
         form = call.form
         if mode in ("429", "500"):
             return self._send(int(mode), {"errors": [{"code": "TOOMANYREQUESTS"}]})
+        if mode == "oversized":
+            return self._send(200, OVERSIZED)
         if mode == "echo":  # a hostile answer quoting the AAD token
             return self._send(
                 401,
