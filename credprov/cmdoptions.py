@@ -300,6 +300,28 @@ METRICS_OUT = Option(
     help="write the metrics here (Prometheus text exposition)",
 )
 DRY_RUN = Option("--dry-run", action="store_true", help="only say what would be done")
+TEXTFILE = Option(
+    "--textfile",
+    metavar="PATH",
+    help="also write the report for node_exporter's textfile collector, atomically "
+    "(PATH ends in .prom; a symlink or FIFO there is refused); a failed run writes "
+    "credprov_doctor_up 0",
+)
+EVERY = Option(
+    "--every",
+    type=duration,
+    default=None,
+    metavar="DURATION",
+    help="run again every DURATION, a Go duration (e.g. 10m), rewriting --textfile, until "
+    "SIGTERM (exit 0); a run still going when the next is due is stopped and counts as failed",
+)
+NPD = Option(
+    "--npd",
+    action="store_true",
+    help="run as a node-problem-detector custom plugin: one line of at most 80 characters "
+    "on stdout, exit 0 when no check fails, 1 when one does, 2 when the node cannot be "
+    "judged",
+)
 
 #: Every shared option, by name (the tests' table).
 ALL_OPTIONS: dict[str, Option] = {

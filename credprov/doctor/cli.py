@@ -11,6 +11,12 @@ to stay small, so nothing here imports it: the options (``--node-root``, ``--nod
 
 Exit status 0 when nothing fails, 1 when a check fails, 2 on usage errors; every error is
 one line on stderr.
+
+The fleet modes (README, "Run it across a fleet"): ``--textfile PATH`` also writes the report
+for node_exporter's textfile collector (:mod:`credprov.doctor.textfile`), ``--every
+DURATION`` repeats the run until SIGTERM (:mod:`credprov.doctor.periodic`, the DaemonSet in
+``deploy/doctor/``), and ``--npd`` answers as a node-problem-detector custom plugin
+(:mod:`credprov.doctor.npd`, the config in ``deploy/npd/``) instead of printing the report.
 """
 
 from __future__ import annotations
@@ -22,7 +28,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from credprov import cmdoptions as opts
-from credprov.errors import EXIT_FAILURE, EXIT_OK, UsageError
+from credprov.errors import EXIT_FAILURE, EXIT_OK, CredprovError, UsageError
+
+TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
+if TYPE_CHECKING:
+    from credprov.doctor import DoctorOptions, Report
+    from credprov.doctor.periodic import Run
 
 __all__ = ["DESCRIPTION", "HELP", "add_arguments", "build_parser", "main", "run"]
 
@@ -61,6 +72,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     opts.NODE_IMAGES.add(images)
     opts.PLUGIN_TIMEOUT.add(p)
     opts.PLUGINS_DEADLINE.add(p)
+    opts.TEXTFILE.add(p)
+    opts.EVERY.add(p)
+    opts.NPD.add(p)
     opts.add_common(p, opts.GO_VERSION)
 
 
@@ -68,18 +82,10 @@ def _colour(stream: Any) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)()) and not os.environ.get("NO_COLOR")
 
 
-def run(args: argparse.Namespace, prog: str = PROG) -> int:
-    """Run the checks ``args`` (parsed by a parser with :func:`add_arguments`) ask for and
-    print the report; the exit status. A usage error is printed here, naming ``prog``
-    (``credprov doctor`` in both front ends), with its hint.
+def _options(args: argparse.Namespace) -> DoctorOptions:
+    from credprov.doctor import DoctorOptions
 
-    Raises:
-        credprov.errors.CredprovError: a failing environment, for
-            :func:`credprov.cmdoptions.run_command` to print.
-    """
-    from credprov.doctor import DoctorOptions, render_text, run_doctor
-
-    options = DoctorOptions(
+    return DoctorOptions(
         root=args.node_root,
         config=args.config,
         bin_dir=args.bin_dir,
@@ -93,15 +99,129 @@ def run(args: argparse.Namespace, prog: str = PROG) -> int:
         plugin_timeout_ns=args.plugin_timeout,
         plugin_deadline_ns=args.plugins_deadline,
     )
-    try:
-        report = run_doctor(options)
-    except UsageError as exc:
-        return opts.report_error(prog, exc)
+
+
+def _check_fleet_options(args: argparse.Namespace) -> None:
+    """Refuse combinations of ``--textfile``, ``--every`` and ``--npd`` that cannot work.
+
+    Raises:
+        credprov.doctor.DoctorUsageError: one line, exit 2.
+    """
+    from credprov.doctor import DoctorUsageError
+    from credprov.doctor.textfile import check_target
+
+    if args.every is not None and not args.textfile:
+        raise DoctorUsageError("--every needs --textfile: each run's results are written there")
+    if args.every is not None and args.npd:
+        raise DoctorUsageError(
+            "--npd runs once per call (node-problem-detector's invoke_interval is the period); "
+            "drop --every"
+        )
+    if args.textfile:
+        check_target(args.textfile)
+
+
+def _print_report(args: argparse.Namespace, report: Report) -> None:
+    from credprov.doctor import render_text
+
     if args.output == "json":
         opts.print_json(report.to_dict())
     else:
         sys.stdout.write(render_text(report, colour=_colour(sys.stdout)))
-    return EXIT_FAILURE if report.failed else EXIT_OK
+    sys.stdout.flush()  # a DaemonSet's log shows each run as it ends
+
+
+def _write_textfile(args: argparse.Namespace, run: Run) -> None:
+    from credprov.doctor.textfile import render, write_textfile
+
+    write_textfile(args.textfile, render(run.report, timestamp=run.ended, duration=run.duration))
+
+
+def _reason(error: BaseException) -> str:
+    """An error's one line for stdout (NPD's message): a credprov error's own, else its kind."""
+    from credprov.doctor.periodic import RunTimeout
+
+    if isinstance(error, CredprovError):
+        return opts.one_line(str(error))
+    if isinstance(error, RunTimeout):
+        return "the run did not finish within --every"
+    return f"internal error ({type(error).__name__})"
+
+
+def _report_run_error(prog: str, error: BaseException) -> None:
+    """One line (and a hint) on stderr for a failed run; the loop goes on."""
+    if isinstance(error, CredprovError):
+        opts.report_error(prog, error)
+    else:
+        print(f"{prog}: error: {_reason(error)}", file=sys.stderr, flush=True)
+
+
+def _run_npd(args: argparse.Namespace, options: DoctorOptions, prog: str) -> int:
+    """``--npd``: one bounded line on stdout, NPD's exit status (0 OK, 1 problem, 2 unknown)."""
+    from credprov.doctor import npd, run_doctor
+    from credprov.doctor.periodic import timed_run
+
+    run = timed_run(lambda: run_doctor(options))
+    if run.report is not None:
+        status, message = npd.verdict(run.report)
+    else:
+        assert run.error is not None
+        _report_run_error(prog, run.error)
+        status, message = npd.unknown(_reason(run.error))
+    if args.textfile:
+        _write_textfile(args, run)
+    print(message, flush=True)
+    return status
+
+
+def _run_every(args: argparse.Namespace, options: DoctorOptions, prog: str) -> int:
+    """``--every``: run, print, rewrite the textfile, every period until SIGTERM (exit 0)."""
+    from credprov.doctor import run_doctor
+    from credprov.doctor.periodic import run_periodic
+
+    def on_run(run: Run) -> None:
+        if run.report is not None:
+            _print_report(args, run.report)
+        elif run.error is not None:
+            _report_run_error(prog, run.error)
+        _write_textfile(args, run)
+
+    return run_periodic(lambda: run_doctor(options), args.every, on_run)
+
+
+def run(args: argparse.Namespace, prog: str = PROG) -> int:
+    """Run the checks ``args`` (parsed by a parser with :func:`add_arguments`) ask for and
+    print the report; the exit status. A usage error is printed here, naming ``prog``
+    (``credprov doctor`` in both front ends), with its hint.
+
+    Raises:
+        credprov.errors.CredprovError: a failing environment, for
+            :func:`credprov.cmdoptions.run_command` to print.
+    """
+    from credprov.doctor import run_doctor
+    from credprov.doctor.periodic import timed_run
+
+    options = _options(args)
+    try:
+        _check_fleet_options(args)
+    except UsageError as exc:
+        return opts.report_error(prog, exc)
+    if args.every is not None:
+        return _run_every(args, options, prog)
+    if args.npd:
+        return _run_npd(args, options, prog)
+    run = timed_run(lambda: run_doctor(options))
+    if run.report is None:
+        if args.textfile:
+            _write_textfile(args, run)  # credprov_doctor_up 0, not a stale file
+        if isinstance(run.error, UsageError):
+            return opts.report_error(prog, run.error)
+        assert run.error is not None
+        raise run.error
+    _print_report(args, run.report)
+    if args.textfile:
+        _write_textfile(args, run)
+    return EXIT_FAILURE if run.report.failed else EXIT_OK
 
 
 # -- the standalone command ----------------------------------------------------------------------
