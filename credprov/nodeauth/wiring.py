@@ -148,6 +148,11 @@ def _drop_none(value: Any) -> Any:
     return value
 
 
+def _one_line(message: str) -> str:
+    """Go's multi-line errors (YAML's ``unmarshal errors:`` list) folded onto one line."""
+    return re.sub(r"\s*\n\s*", " ", message.strip())
+
+
 def parse_spec(data: bytes, where: str = "wiring file") -> WiringSpec:
     """A :class:`WiringSpec` from a ``KEP4412Wiring`` document (YAML or JSON), decoded
     strictly: unknown or duplicate fields and wrong types are errors, as in the kubelet.
@@ -160,7 +165,7 @@ def parse_spec(data: bytes, where: str = "wiring file") -> WiringSpec:
     try:
         data_out = decode_typed(_input_struct(), load_document(data))
     except DecodeError as exc:
-        raise WiringError(f"{where}: {exc}") from None
+        raise WiringError(f"{where}: {_one_line(str(exc))}") from None
     if data_out.get("apiVersion") != API_VERSION or data_out.get("kind") != KIND:
         raise WiringError(f"{where}: want apiVersion {API_VERSION} and kind {KIND}")
     accounts = []
@@ -293,7 +298,7 @@ def _validated_provider(config: Mapping[str, Any], gates: Mapping[str, bool]) ->
         decoded = decode_config(load_document(text.encode("utf-8")))
         validate_config(decoded, {k: v for k, v in gates.items() if k in DEFAULT_FEATURE_GATES})
     except (DecodeError, ConfigError) as exc:
-        error = WiringError(f"provider entry: {exc}")
+        error = WiringError(f"provider entry: {_one_line(str(exc))}")
         raise (error.with_hint(exc.hint) if exc.hint else error) from None
     (provider,) = decoded.providers
     return provider
@@ -400,16 +405,43 @@ _COMMENTS = {
 }
 
 
-def render_yaml(manifests: Iterable[Mapping[str, Any]]) -> str:
-    """The manifests as one YAML stream: each document after ``---`` and a comment saying
-    where it goes; keys in the order built, long strings never folded."""
+def _dumper() -> Any:
+    """PyYAML's safe dumper, quoting every string go-yaml would not read back as that
+    string: PyYAML resolves plain scalars by YAML 1.1 rules of its own, go-yaml (the
+    kubelet's and kubectl's reader) by others (``0o17`` and ``1e3`` are numbers to it), and
+    an annotation value read as a number is an object the API server refuses."""
     import yaml
 
+    from credprov._go.json import YAMLError, load_yaml_all
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def represent_str(dumper: Any, value: str) -> Any:
+        try:
+            plain_ok = load_yaml_all(value) == [value]
+        except YAMLError:
+            plain_ok = False
+        style = None if plain_ok else "'"
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, represent_str)
+    return Dumper
+
+
+def render_yaml(manifests: Iterable[Mapping[str, Any]]) -> str:
+    """The manifests as one YAML stream: each document after ``---`` and a comment saying
+    where it goes; keys in the order built, long strings never folded, and every string
+    read back by go-yaml as the same string."""
+    import yaml
+
+    dumper = _dumper()
     parts = []
     for obj in manifests:
         comment = _COMMENTS.get(str(obj.get("kind")), "")
-        body = yaml.safe_dump(
+        body = yaml.dump(
             _plain(obj),
+            Dumper=dumper,
             sort_keys=False,
             default_flow_style=False,
             allow_unicode=True,
