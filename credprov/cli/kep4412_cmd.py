@@ -60,11 +60,7 @@ def add_parser(sub: Any) -> None:
         help="a service account that uses the provider, optionally with one annotation "
         "value to set (repeat it for more)",
     )
-    wire.add_argument(
-        "--out",
-        metavar="DIR",
-        help="write one YAML file per object into DIR (atomically) instead of stdout",
-    )
+    opts.OUT_DIR.add(wire)
     opts.OBJECTS.add(wire)
     opts.add_common(wire, opts.FEATURE_GATES)
     p.set_defaults(run=run)

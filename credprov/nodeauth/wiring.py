@@ -350,6 +350,8 @@ def build(spec: WiringSpec, feature_gates: Mapping[str, bool] | None = None) -> 
     # that very text decoded and validated again.
     config = _config([provider_to_dict(provider)])
     provider = _validated_provider(config, gates)
+    if not provider.name:  # the kubelet finds out only at LookPath
+        raise WiringError("provider entry: name is required (the plugin's executable name)")
     if provider.token_attributes is None:  # pragma: no cover - _with_defaults sets it
         raise WiringError("provider entry: no tokenAttributes")
     accounts = tuple(sorted(spec.service_accounts, key=lambda sa: (sa.namespace, sa.name)))

@@ -162,6 +162,8 @@ BAD_BUILDS = [
     ("a key both required and optional",
      spec(tokenAttributes={"optionalServiceAccountAnnotationKeys": [ROLE_KEY]}),
      "annotation keys cannot be both required and optional"),
+    ("no provider name", spec(name=""),
+     "provider entry: name is required (the plugin's executable name)"),
     ("no service accounts", w.WiringSpec(provider(), ()),
      "no service accounts: list the ones that will use the provider"),
     ("annotation the provider does not forward",
