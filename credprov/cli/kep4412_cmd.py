@@ -27,8 +27,10 @@ _DESCRIPTION = (
     "service account or pulls an image the provider matches, its node must get the pod's "
     "token (get serviceaccounts, the required annotations, the TokenRequest through the "
     "Node authorizer, NodeRestriction and RBAC, the token verified), with the generated "
-    "objects applied. --feature-gates are the kubelet's and the API server's. Exit 0; 1 "
-    "when a pod is denied; 2 for bad input. See docs/kep4412-wire.md."
+    "objects applied (the report on stderr). Output: -o text (the default) is the "
+    "manifests as one YAML stream, ready for git; -o json one document with manifests, "
+    "files, warnings and proof. --feature-gates are the kubelet's and the API server's. "
+    "Exit 0; 1 when a pod is denied; 2 for bad input. See docs/kep4412-wire.md."
 )
 
 
