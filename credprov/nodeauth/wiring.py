@@ -614,7 +614,8 @@ def prove(
             if node not in apis:
                 from credprov.nodeauth.nodeapi import NodeAPI
 
-                apis[node] = NodeAPI(cluster, node, feature_gates=gates)
+                shared = next(iter(apis.values())).populator if apis else None
+                apis[node] = NodeAPI(cluster, node, feature_gates=gates, populator=shared)
             status, reason = _prove_pod(apis[node], wiring, pod, sa, gates)
         results.append(PodProof(namespace, name, node, sa, status, reason, via))
     return Proof(tuple(results))

@@ -471,3 +471,23 @@ def test_write_manifests_refuses_a_file_as_the_directory(tmp_path: Path) -> None
 )  # fmt: skip
 def test_role_name(provider_name: str, expected: str) -> None:
     assert w.role_name(provider_name) == expected
+
+
+def test_prove_builds_the_graph_once_for_all_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One graph per node would make a cluster's proof quadratic (nodes x objects)."""
+    import credprov.nodeauth.graph as graph
+
+    built = []
+    original = graph.GraphPopulator.__init__
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> None:
+        built.append(1)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(graph.GraphPopulator, "__init__", counting)
+    objects = [node(f"node-{i}") for i in range(3)]
+    objects += [pod("team-a", f"app-{i}", f"node-{i}", "builder") for i in range(3)]
+    store = ObjectStore([*BASE, *objects])
+    proof = w.prove(w.build(spec()), store, pod_images=images)
+    assert [p.status for p in proof.pods] == ["allowed"] * 3
+    assert len(built) == 1
