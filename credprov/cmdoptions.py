@@ -299,6 +299,12 @@ METRICS_OUT = Option(
     metavar="FILE",
     help="write the metrics here (Prometheus text exposition)",
 )
+OUT_DIR = Option(
+    "--out",
+    metavar="DIR",
+    help="the directory to write into, created if missing (bundle: the tarball; kep4412 "
+    "wire: one YAML file per object, each written atomically, instead of stdout)",
+)
 DRY_RUN = Option("--dry-run", action="store_true", help="only say what would be done")
 TEXTFILE = Option(
     "--textfile",

@@ -34,7 +34,7 @@ def add_parser(sub: Any) -> None:
         ),
     )
     p.add_argument("plugins", nargs="*", metavar="PLUGIN", help="plugins to bundle (all)")
-    p.add_argument("--out", metavar="DIR", help="directory for the tarball (created)")
+    opts.OUT_DIR.add(p)
     p.add_argument(
         "--arch",
         metavar="ARCH[,ARCH]",

@@ -212,6 +212,11 @@ class NodeAPI:
         feature_gates: upstream gate names → on/off, for the authorizer and admission.
         issuer: the token issuer (a fresh random-key one by default).
         groups: the node user's groups.
+        populator: the :class:`~credprov.nodeauth.graph.GraphPopulator` of another
+            NodeAPI over the same ``store``, to share its graph: the graph is the API
+            server's, not one node's, and building it is linear in the objects, so one per
+            node would make asking as every node of a cluster quadratic. Changes through
+            :meth:`apply`/:meth:`delete` of one NodeAPI then reach the others' graph too.
 
     Thread-safe for concurrent lookups (one kubelet pulling several images at once).
     """
@@ -224,6 +229,7 @@ class NodeAPI:
         feature_gates: Mapping[str, bool] | None = None,
         issuer: TokenIssuer | None = None,
         groups: Sequence[str] = ("system:nodes", "system:authenticated"),
+        populator: Any = None,
     ) -> None:
         from credprov.nodeauth.admission import NodeRestriction
         from credprov.nodeauth.authorizer import NodeAuthorizer
@@ -233,8 +239,10 @@ class NodeAPI:
         self.node_name = node_name
         self.user = f"system:node:{node_name}"
         self.groups = tuple(groups)
-        self.graph = Graph()
-        self.populator = GraphPopulator(store, self.graph)
+        if populator is None:
+            populator = GraphPopulator(store, Graph())
+        self.populator = populator
+        self.graph = populator.graph
         self.node_authorizer = NodeAuthorizer(self.graph, feature_gates)
         self.rbac = self._load_rbac()
         self.admission = NodeRestriction(
