@@ -233,7 +233,7 @@ def load_scenario(path: str) -> Scenario:
     if "root" in top:
         raise ScenarioError(
             f"scenario {path}: root: a scenario cannot choose where records are written; "
-            "give --root DIR on the command line"
+            "give --root-dir DIR on the command line"
         )
     root = None
 
