@@ -272,10 +272,7 @@ LONG_FUNCTION_ALLOWLIST: dict[str, str] = {
     "credprov/doctor/kep2535.py:check_pull_records": "pending (doc)",
     "credprov/doctor/kep2535.py:check_kep2535_preflight": "pending (doc)",
     "credprov/doctor/kep4412.py:check_kep4412_rbac": "pending (doc)",
-    "credprov/kubelet/ensure.py:EnsureImage._ensure": "pending (kube)",
-    "credprov/kubelet/podspec.py:parse_pod": "pending (kube)",
     "credprov/nodeauth/audit.py:audit": "pending (doc)",
-    "credprov/pullmanager/manager.py:ImagePullManager._must_attempt": "pending (kube)",
     "credprov/sdk/_runtime.py:run": "pending (sdk)",
     "plugins/credprov_acr/identity_bindings.py:get_token": "pending (sdk)",
 }
