@@ -112,6 +112,7 @@ class Event:
     message: str
 
     def to_dict(self) -> dict[str, str]:
+        """The event as JSON: ``type``, ``reason`` and ``message``."""
         return {"type": self.type, "reason": self.reason, "message": self.message}
 
 
@@ -127,23 +128,35 @@ class Container:
 class PullManager(Protocol):
     """The part of ``ImagePullManager`` the image manager calls."""
 
-    def record_pull_intent(self, image: str) -> None: ...
+    def record_pull_intent(self, image: str) -> None:
+        """Write the intent to pull ``image`` before the pull starts."""
 
     def record_image_pulled(
         self, image: str, image_ref: str, credentials: ImagePullCredentials | None
-    ) -> None: ...
+    ) -> None:
+        """Record that ``image`` was pulled as ``image_ref`` with ``credentials`` (None: none to
+        record).
+        """
 
-    def record_image_pull_failed(self, image: str) -> None: ...
+    def record_image_pull_failed(self, image: str) -> None:
+        """The pull of ``image`` failed: release its intent (``RecordImagePullFailed``)."""
 
     def must_attempt_image_pull(
         self, image: str, image_ref: str, get_pod_credentials: GetPodCredentials
-    ) -> bool: ...
+    ) -> bool:
+        """Whether a pod must pull ``image`` although ``image_ref`` is present
+        (``MustAttemptImagePull``); ``get_pod_credentials`` is called only when a record could
+        match.
+        """
 
 
 class PullRequestMetrics(Protocol):
+    """Where ``kubelet_image_manager_ensure_image_requests_total`` is counted."""
+
     def ensure_image_request(
         self, pull_policy: str, present_locally: bool | None, pull_required: bool | None
-    ) -> None: ...
+    ) -> None:
+        """Count one ``EnsureImageExists`` call by its labels (None: ``unknown``)."""
 
 
 class Resolver(Protocol):
@@ -152,7 +165,10 @@ class Resolver(Protocol):
 
     def resolve(
         self, image: str, pull_secrets: Sequence[Mapping[str, Any]] = (), pod: PodInfo | None = None
-    ) -> ImageResolution: ...
+    ) -> ImageResolution:
+        """The credentials to try for ``image``: the pod's pull secrets, the node's, then the
+        plugins', with any provider errors.
+        """
 
 
 # -- helpers ----------------------------------------------------------------------------------

@@ -119,6 +119,11 @@ class PullFailuresAsErrors:
         self.runtime = runtime
 
     def pull_image(self, image: str, auth: Any) -> str:
+        """Pull ``image`` with ``auth``; returns the image ref.
+
+        Raises:
+            PullError: the runtime refused the pull (its CRI error, as one line).
+        """
         from credprov.pullmanager.interfaces import PullError
 
         try:

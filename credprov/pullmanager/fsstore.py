@@ -246,11 +246,21 @@ class FSPullRecordsAccessor:
     # -- intents ------------------------------------------------------------------------------
 
     def write_image_pull_intent(self, image: str) -> None:
+        """Write ``image``'s intent file atomically, as the kubelet writes it.
+
+        Raises:
+            StoreWriteError: it could not be written.
+        """
         self._write(
             self.intents_dir, cache_filename(image), encode_intent(ImagePullIntent(image=image))
         )
 
     def image_pull_intent_exists(self, image: str) -> bool:
+        """Whether ``image`` has an intent file.
+
+        Raises:
+            StoreReadError: the file is there but cannot be read or decoded.
+        """
         path = os.path.join(self.intents_dir, cache_filename(image))
         try:
             intent = self._load_intent(path)
@@ -260,6 +270,11 @@ class FSPullRecordsAccessor:
         return intent is not None and intent[1].image == image
 
     def delete_image_pull_intent(self, image: str) -> None:
+        """Remove ``image``'s intent file (absent is fine).
+
+        Raises:
+            StoreWriteError: the file could not be removed.
+        """
         self._delete(self.intents_dir, cache_filename(image))
 
     def list_image_pull_intents(self) -> tuple[list[ImagePullIntent], list[str]]:
@@ -273,6 +288,11 @@ class FSPullRecordsAccessor:
     # -- records ------------------------------------------------------------------------------
 
     def get_image_pulled_record(self, image_ref: str) -> ImagePulledRecord | None:
+        """The record of ``image_ref``, or None when there is none.
+
+        Raises:
+            StoreReadError: the file is there but cannot be read or decoded.
+        """
         path = os.path.join(self.records_dir, cache_filename(image_ref))
         try:
             got = self._load_record(path)
@@ -284,9 +304,19 @@ class FSPullRecordsAccessor:
         return got[1]
 
     def write_image_pulled_record(self, record: ImagePulledRecord) -> None:
+        """Write ``record``'s file atomically, as the kubelet writes it (replacing the old one).
+
+        Raises:
+            StoreWriteError: it could not be written.
+        """
         self._write(self.records_dir, cache_filename(record.image_ref), encode_record(record))
 
     def delete_image_pulled_record(self, image_ref: str) -> None:
+        """Remove ``image_ref``'s record file (absent is fine).
+
+        Raises:
+            StoreWriteError: the file could not be removed.
+        """
         self._delete(self.records_dir, cache_filename(image_ref))
 
     def list_image_pulled_records(self) -> tuple[list[ImagePulledRecord], list[str]]:

@@ -101,11 +101,14 @@ class VerificationPolicy(Protocol):
 class PullManagerMetricsSink(Protocol):
     """What the manager reports (``credprov.pullmanager.metrics.PullManagerMetrics``)."""
 
-    def must_pull_check(self, result: str) -> None: ...
+    def must_pull_check(self, result: str) -> None:
+        """Count one ``MustAttemptImagePull`` decision by its ``result`` label."""
 
-    def set_ondisk(self, intents: int, records: int) -> None: ...
+    def set_ondisk(self, intents: int, records: int) -> None:
+        """Set how many intent and record files the store holds."""
 
-    def set_inmemory(self, intents: int, records: int) -> None: ...
+    def set_inmemory(self, intents: int, records: int) -> None:
+        """Set how full the in-memory caches of intents and records are, in percent."""
 
 
 # -- merging ------------------------------------------------------------------------------------

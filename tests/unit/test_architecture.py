@@ -366,19 +366,7 @@ DOCSTRING_ALLOWLIST: dict[str, str] = {
     "credprov/doctor/discovery.py": "pending (doc)",
     "credprov/doctor/plugin_runs.py": "pending (doc)",
     "credprov/doctor/sandbox.py": "pending (doc)",
-    "credprov/kubelet/ensure.py": "pending (kube)",
-    "credprov/kubelet/node.py": "pending (kube)",
-    "credprov/kubelet/simulation.py": "pending (kube)",
-    "credprov/pullmanager/fsstore.py": "pending (kube)",
-    "credprov/pullmanager/inspect.py": "pending (kube)",
-    "credprov/pullmanager/locks.py": "pending (kube)",
-    "credprov/pullmanager/manager.py": "pending (kube)",
-    "credprov/pullmanager/memstore.py": "pending (kube)",
-    "credprov/pullmanager/policies.py": "pending (kube)",
-    "credprov/pullmanager/preloaded.py": "pending (kube)",
-    "credprov/pullmanager/types.py": "pending (kube)",
     "credprov/sdk/_cache.py": "pending (sdk)",
-    "credprov/testing/runtime.py": "pending (kube)",
 }
 
 
