@@ -112,6 +112,7 @@ class Event:
     message: str
 
     def to_dict(self) -> dict[str, str]:
+        """The event as JSON: ``type``, ``reason`` and ``message``."""
         return {"type": self.type, "reason": self.reason, "message": self.message}
 
 
@@ -127,23 +128,35 @@ class Container:
 class PullManager(Protocol):
     """The part of ``ImagePullManager`` the image manager calls."""
 
-    def record_pull_intent(self, image: str) -> None: ...
+    def record_pull_intent(self, image: str) -> None:
+        """Write the intent to pull ``image`` before the pull starts."""
 
     def record_image_pulled(
         self, image: str, image_ref: str, credentials: ImagePullCredentials | None
-    ) -> None: ...
+    ) -> None:
+        """Record that ``image`` was pulled as ``image_ref`` with ``credentials`` (None: none to
+        record).
+        """
 
-    def record_image_pull_failed(self, image: str) -> None: ...
+    def record_image_pull_failed(self, image: str) -> None:
+        """The pull of ``image`` failed: release its intent (``RecordImagePullFailed``)."""
 
     def must_attempt_image_pull(
         self, image: str, image_ref: str, get_pod_credentials: GetPodCredentials
-    ) -> bool: ...
+    ) -> bool:
+        """Whether a pod must pull ``image`` although ``image_ref`` is present
+        (``MustAttemptImagePull``); ``get_pod_credentials`` is called only when a record could
+        match.
+        """
 
 
 class PullRequestMetrics(Protocol):
+    """Where ``kubelet_image_manager_ensure_image_requests_total`` is counted."""
+
     def ensure_image_request(
         self, pull_policy: str, present_locally: bool | None, pull_required: bool | None
-    ) -> None: ...
+    ) -> None:
+        """Count one ``EnsureImageExists`` call by its labels (None: ``unknown``)."""
 
 
 class Resolver(Protocol):
@@ -152,7 +165,10 @@ class Resolver(Protocol):
 
     def resolve(
         self, image: str, pull_secrets: Sequence[Mapping[str, Any]] = (), pod: PodInfo | None = None
-    ) -> ImageResolution: ...
+    ) -> ImageResolution:
+        """The credentials to try for ``image``: the pod's pull secrets, the node's, then the
+        plugins', with any provider errors.
+        """
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -339,6 +355,45 @@ class EnsureResult:
 # -- the engine -------------------------------------------------------------------------------
 
 
+class _LookupOnce:
+    """``sync.OnceValues`` over the credential lookup: the keyring (and any plugin) is
+    consulted at most once per request, and only when a decision needs it (a present image
+    with no check needed never triggers it); a failure is raised again on each call."""
+
+    def __init__(self, result: EnsureResult, lookup: Callable[[], list[TrackedAuthConfig]]):
+        self._result = result
+        self._lookup = lookup
+        self._outcome: tuple[list[TrackedAuthConfig], Exception | None] | None = None
+
+    def __call__(self) -> list[TrackedAuthConfig]:
+        if self._outcome is None:
+            self._result.credential_lookups += 1
+            try:
+                self._outcome = (self._lookup(), None)
+            except Exception as exc:
+                self._outcome = ([], exc)
+        creds, err = self._outcome
+        if err is not None:
+            raise err
+        return creds
+
+
+def _fail(result: EnsureResult, error: str, message: str) -> None:
+    result.error, result.message = error, message
+
+
+def _never_pull(result: EnsureResult, requested: str) -> None:
+    msg = f"Container image {go_quote(requested)} is not present with pull policy of Never"
+    result.events.append(Event(WARNING, REASON_NEVER_PULL, msg))
+    _fail(result, ERR_IMAGE_NEVER_PULL, msg)
+
+
+def _present(result: EnsureResult, image_ref: str, message: str) -> None:
+    result.image_ref = image_ref
+    result.events.append(Event(NORMAL, REASON_PULLED, message))
+    result.message = message
+
+
 class EnsureImage:
     """One node's image manager.
 
@@ -415,98 +470,77 @@ class EnsureImage:
         pull_secrets: Sequence[Mapping[str, Any]],
         policy: str,
     ) -> None:
-        """(Over 80 lines on purpose: it mirrors EnsureImageExists branch by branch (precheck, verification, pull loop), in upstream's order.)"""
-
-        def event(kind: str, reason: str, message: str) -> None:
-            result.events.append(Event(kind, reason, message))
-
-        def fail(error: str, message: str) -> None:
-            result.error, result.message = error, message
-
+        """``EnsureImageExists`` once the policy is known, in upstream's order: default tag,
+        ``imagePullPrecheck``, whether a present image may be used, else the pull."""
         try:
             spec = apply_default_image_tag(requested)
         except InvalidImageError as exc:
             msg = f"Failed to apply default image tag {go_quote(requested)}: {exc}"
-            event(WARNING, REASON_INSPECT_FAILED, msg)
-            return fail(ERR_INVALID_IMAGE_NAME, msg)
-
-        never_msg = (
-            f"Container image {go_quote(requested)} is not present with pull policy of Never"
-        )
-
-        # imagePullPrecheck
-        image_ref: str | None = None
-        if policy != PULL_ALWAYS:
-            try:
-                image_ref = self.runtime.image_ref(spec)
-            except Exception as exc:
-                # Upstream formats the (empty) imageRef here, not the image name.
-                msg = f'Failed to inspect image "": {exc}'
-                event(WARNING, REASON_INSPECT_FAILED, msg)
-                return fail(ERR_IMAGE_INSPECT, msg)
-            result.present_locally = image_ref is not None
-            if image_ref is None and policy == PULL_NEVER:
-                event(WARNING, REASON_NEVER_PULL, never_msg)
-                return fail(ERR_IMAGE_NEVER_PULL, never_msg)
-
-        # sync.OnceValues: the keyring (and any plugin) is consulted at most once, and only
-        # when a decision needs it: a present image with no check needed never triggers it.
-        cache: list[tuple[list[TrackedAuthConfig] | None, Exception | None]] = []
-
-        def lookup() -> list[TrackedAuthConfig]:
-            if not cache:
-                result.credential_lookups += 1
-                try:
-                    cache.append((self._lookup(spec, pull_secrets, pod), None))
-                except Exception as exc:
-                    cache.append((None, exc))
-            creds_or_none, err = cache[0]
-            if err is not None:
-                raise err
-            assert creds_or_none is not None
-            return creds_or_none
-
-        def get_pod_credentials() -> tuple[list[ImagePullSecret], ImagePullServiceAccount | None]:
-            return pod_credentials(lookup())
-
-        if image_ref is not None:
-            if self.pull_manager is None:
-                result.pull_required = False
-                result.image_ref = image_ref
-                msg = f"Container image {go_quote(requested)} already present on machine"
-                event(NORMAL, REASON_PULLED, msg)
-                result.message = msg
-                return None
-            try:
-                must_pull = self.pull_manager.must_attempt_image_pull(
-                    requested, image_ref, get_pod_credentials
-                )
-            except Exception as exc:
-                # No event upstream either: the error becomes the container's status.
-                return fail(str(exc), str(exc))
-            result.pull_required = must_pull
-            if not must_pull:
-                result.image_ref = image_ref
-                msg = (
-                    f"Container image {go_quote(requested)} already present on machine "
-                    "and can be accessed by the pod"
-                )
-                event(NORMAL, REASON_PULLED, msg)
-                result.message = msg
-                return None
-
+            result.events.append(Event(WARNING, REASON_INSPECT_FAILED, msg))
+            return _fail(result, ERR_INVALID_IMAGE_NAME, msg)
+        image_ref = self._precheck(result, requested, spec, policy)
+        if result.error is not None:
+            return None
+        lookup = _LookupOnce(result, lambda: self._lookup(spec, pull_secrets, pod))
+        if image_ref is not None and self._use_present(result, requested, image_ref, lookup):
+            return None
         if policy == PULL_NEVER:
             # Present but not accessible: the same words as "absent", deliberately.
-            event(WARNING, REASON_NEVER_PULL, never_msg)
-            return fail(ERR_IMAGE_NEVER_PULL, never_msg)
-
+            return _never_pull(result, requested)
         result.pull_required = True
         try:
             creds = lookup()
         except Exception as exc:
-            return fail(str(exc), str(exc))
+            return _fail(result, str(exc), str(exc))
         self._pull(result, requested, spec, creds)
         return None
+
+    def _precheck(self, result: EnsureResult, requested: str, spec: str, policy: str) -> str | None:
+        """``imagePullPrecheck``: the present image's ref (None: absent or not asked, as
+        ``Always`` does not ask); an inspection error or an absent image with ``Never``
+        ends the request (``result.error``)."""
+        if policy == PULL_ALWAYS:
+            return None
+        try:
+            image_ref = self.runtime.image_ref(spec)
+        except Exception as exc:
+            # Upstream formats the (empty) imageRef here, not the image name.
+            msg = f'Failed to inspect image "": {exc}'
+            result.events.append(Event(WARNING, REASON_INSPECT_FAILED, msg))
+            _fail(result, ERR_IMAGE_INSPECT, msg)
+            return None
+        result.present_locally = image_ref is not None
+        if image_ref is None and policy == PULL_NEVER:
+            _never_pull(result, requested)
+        return image_ref
+
+    def _use_present(
+        self, result: EnsureResult, requested: str, image_ref: str, lookup: _LookupOnce
+    ) -> bool:
+        """Whether the request ends with the present image: used (the feature gate off, or
+        the pull manager says this pod may use it) or an error from the pull manager."""
+        if self.pull_manager is None:
+            result.pull_required = False
+            msg = f"Container image {go_quote(requested)} already present on machine"
+            _present(result, image_ref, msg)
+            return True
+        try:
+            must_pull = self.pull_manager.must_attempt_image_pull(
+                requested, image_ref, lambda: pod_credentials(lookup())
+            )
+        except Exception as exc:
+            # No event upstream either: the error becomes the container's status.
+            _fail(result, str(exc), str(exc))
+            return True
+        result.pull_required = must_pull
+        if must_pull:
+            return False
+        msg = (
+            f"Container image {go_quote(requested)} already present on machine "
+            "and can be accessed by the pod"
+        )
+        _present(result, image_ref, msg)
+        return True
 
     def _pull(
         self, result: EnsureResult, requested: str, spec: str, creds: list[TrackedAuthConfig]

@@ -10,7 +10,7 @@
 * :func:`open_cri_runtime` is the default runtime factory: a CRI client on ``unix:///...``
   (imported lazily: grpc is heavy), checked with ``Version`` so an unreachable endpoint is
   one clear line before anything is decided; :func:`opened_runtime` holds it for one
-  command run and turns what goes wrong there into one line naming ``--root`` or ``--cri``;
+  command run and turns what goes wrong there into one line naming ``--root-dir`` or ``--cri``;
 * :func:`node_engine` is the node's credential chain (pull secrets, docker config, then
   the plugins), and :class:`ProviderErrors` logs and keeps (never raises on) a plugin
   that failed, as the kubelet carries on with the other sources.
@@ -119,6 +119,11 @@ class PullFailuresAsErrors:
         self.runtime = runtime
 
     def pull_image(self, image: str, auth: Any) -> str:
+        """Pull ``image`` with ``auth``; returns the image ref.
+
+        Raises:
+            PullError: the runtime refused the pull (its CRI error, as one line).
+        """
         from credprov.pullmanager.interfaces import PullError
 
         try:
@@ -156,7 +161,7 @@ def opened_runtime(
 
     ``runtime_factory(endpoint)`` opens it (default: :func:`open_cri_runtime` with
     ``pull_timeout``). What the run raises becomes one line: an ``OSError`` is the records'
-    (``--root``), the CRI client's own error the runtime's (``--cri``); anything else passes.
+    (``--root-dir``), the CRI client's own error the runtime's (``--cri``); anything else passes.
 
     Raises:
         KubeletError: the runtime could not be opened, or the run failed as above.
@@ -168,7 +173,7 @@ def opened_runtime(
     try:
         yield runtime
     except OSError as exc:
-        raise KubeletError(f"--root {root}: {exc.strerror or exc}") from None
+        raise KubeletError(f"--root-dir {root}: {exc.strerror or exc}") from None
     except Exception as exc:
         if is_runtime_error(exc):
             raise KubeletError(f"--cri {endpoint}: {exc}") from None
@@ -187,7 +192,7 @@ def check_root(root: str) -> str:
         KubeletError: not a directory.
     """
     if not os.path.isdir(root):
-        raise KubeletError(f"--root {root}: not a directory (create the kubelet root first)")
+        raise KubeletError(f"--root-dir {root}: not a directory (create the kubelet root first)")
     return root
 
 

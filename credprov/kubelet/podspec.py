@@ -53,7 +53,6 @@ CONTAINER_KINDS = (
 )
 #: The kind label of an image volume (``spec.volumes[].image``).
 IMAGE_VOLUME = "imageVolume"
-_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 
 
 def pod_images(spec: Mapping[str, Any]) -> Iterator[tuple[Any, str, Any]]:
@@ -119,118 +118,85 @@ def _type(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def parse_pod(obj: Mapping[str, Any], where: str = "pod") -> PodSpec:
-    """Check and default one Pod object (a dict as YAML/JSON decodes it).
+class _Reader:
+    """The API server's field checks on one pod file: errors are ``<where>: <field>:
+    <reason>``; an absent (null) object, string or list reads as empty."""
 
-    Raises:
-        PodSpecError: ``<where>: <field>: <reason>``.
+    def __init__(self, where: str) -> None:
+        self.where = where
 
-    (Over 80 lines on purpose: it applies the API server's defaulting and validation field by
-    field, in the API's order.)
-    """
-    from credprov.kubelet.ensure import default_pull_policy
+    def fail(self, field: str, reason: str) -> PodSpecError:
+        return PodSpecError(f"{self.where}: {field}: {reason}")
 
-    def fail(field: str, reason: str) -> PodSpecError:
-        return PodSpecError(f"{where}: {field}: {reason}")
-
-    def mapping(value: Any, field: str) -> Mapping[str, Any]:
+    def mapping(self, value: Any, field: str) -> Mapping[str, Any]:
         if value is None:
             return {}
         if not isinstance(value, Mapping):
-            raise fail(field, f"must be an object, not {_type(value)}")
+            raise self.fail(field, f"must be an object, not {_type(value)}")
         return value
 
-    def string(value: Any, field: str, *, required: bool = False) -> str:
+    def string(self, value: Any, field: str, *, required: bool = False) -> str:
         if value is None or value == "":
             if required:
-                raise fail(field, "Required value")
+                raise self.fail(field, "Required value")
             return ""
         if not isinstance(value, str):
-            raise fail(field, f"must be a string, not {_type(value)}")
+            raise self.fail(field, f"must be a string, not {_type(value)}")
         return value
 
-    def items(value: Any, field: str) -> list[Any]:
+    def items(self, value: Any, field: str) -> list[Any]:
         if value is None:
             return []
         if not isinstance(value, list):
-            raise fail(field, f"must be a list, not {_type(value)}")
+            raise self.fail(field, f"must be a list, not {_type(value)}")
         return value
 
-    kind = obj.get("kind")
-    if kind != "Pod":
-        what = "no kind" if kind is None else f"kind {go_quote(str(kind))}"
-        raise PodSpecError(f"{where}: holds {what}, not a Pod")
-    meta = mapping(obj.get("metadata"), "metadata")
-    name = string(meta.get("name"), "metadata.name", required=True)
-    namespace = string(meta.get("namespace"), "metadata.namespace") or "default"
-    uid = string(meta.get("uid"), "metadata.uid")
-    spec = mapping(obj.get("spec"), "spec")
-    service_account = (
-        string(spec.get("serviceAccountName"), "spec.serviceAccountName")
-        or string(spec.get("serviceAccount"), "spec.serviceAccount")  # deprecated alias
-        or "default"
-    )
+    def pull_policy(self, value: Any, field: str, image: str) -> str:
+        """The policy as written, or defaulted for ``image`` as the API server does."""
+        from credprov.kubelet.ensure import PULL_POLICIES, default_pull_policy
 
-    secrets: list[str] = []
-    for i, ref in enumerate(items(spec.get("imagePullSecrets"), "spec.imagePullSecrets")):
-        field = f"spec.imagePullSecrets[{i}]"
-        secret_name = string(mapping(ref, field).get("name"), f"{field}.name")
-        if secret_name:  # the API allowed empty names once; the kubelet skips them
-            secrets.append(secret_name)
-
-    def policy_of(value: Any, field: str, image: str) -> str:
-        policy = string(value, field)
-        if policy and policy not in _PULL_POLICIES:
-            supported = ", ".join(go_quote(p) for p in _PULL_POLICIES)
-            raise fail(
+        policy = self.string(value, field)
+        if policy and policy not in PULL_POLICIES:
+            supported = ", ".join(go_quote(p) for p in PULL_POLICIES)
+            raise self.fail(
                 field, f"Unsupported value: {go_quote(policy)}: supported values: {supported}"
             )
         return policy or default_pull_policy(image)
 
-    containers: list[PodContainer] = []
-    volume_names: set[str] = set()
-    for i, raw in enumerate(items(spec.get("volumes"), "spec.volumes")):
-        field = f"spec.volumes[{i}]"
-        volume = mapping(raw, field)
-        source = volume.get("image")
-        if source is None:
-            continue  # not an image volume: nothing to pull
-        vname = string(volume.get("name"), f"{field}.name", required=True)
-        if vname in volume_names:
-            raise fail(f"{field}.name", f"Duplicate value: {go_quote(vname)}")
-        volume_names.add(vname)
-        source = mapping(source, f"{field}.image")
-        reference = string(source.get("reference"), f"{field}.image.reference", required=True)
-        containers.append(
-            PodContainer(
-                kind=IMAGE_VOLUME,
-                name=vname,
-                image=reference,
-                image_pull_policy=policy_of(
-                    source.get("pullPolicy"), f"{field}.image.pullPolicy", reference
-                ),
-                field="volumes",
-            )
-        )
+    def unique_name(self, value: Any, field: str, seen: set[str]) -> str:
+        name = self.string(value, field, required=True)
+        if name in seen:
+            raise self.fail(field, f"Duplicate value: {go_quote(name)}")
+        seen.add(name)
+        return name
 
-    seen: set[str] = set()
-    for spec_field, label in CONTAINER_KINDS:
-        for i, raw in enumerate(items(spec.get(spec_field), f"spec.{spec_field}")):
-            field = f"spec.{spec_field}[{i}]"
-            c = mapping(raw, field)
-            cname = string(c.get("name"), f"{field}.name", required=True)
-            if cname in seen:
-                raise fail(f"{field}.name", f"Duplicate value: {go_quote(cname)}")
-            seen.add(cname)
-            image = string(c.get("image"), f"{field}.image", required=True)
-            policy = policy_of(c.get("imagePullPolicy"), f"{field}.imagePullPolicy", image)
-            containers.append(
-                PodContainer(
-                    kind=label, name=cname, image=image, image_pull_policy=policy, field=spec_field
-                )
-            )
+
+def parse_pod(obj: Mapping[str, Any], where: str = "pod") -> PodSpec:
+    """Check and default one Pod object (a dict as YAML/JSON decodes it), field by field in
+    the API's order: metadata, service account, pull secrets, image volumes, containers.
+
+    Raises:
+        PodSpecError: ``<where>: <field>: <reason>``.
+    """
+    r = _Reader(where)
+    kind = obj.get("kind")
+    if kind != "Pod":
+        what = "no kind" if kind is None else f"kind {go_quote(str(kind))}"
+        raise PodSpecError(f"{where}: holds {what}, not a Pod")
+    meta = r.mapping(obj.get("metadata"), "metadata")
+    name = r.string(meta.get("name"), "metadata.name", required=True)
+    namespace = r.string(meta.get("namespace"), "metadata.namespace") or "default"
+    uid = r.string(meta.get("uid"), "metadata.uid")
+    spec = r.mapping(obj.get("spec"), "spec")
+    service_account = (
+        r.string(spec.get("serviceAccountName"), "spec.serviceAccountName")
+        or r.string(spec.get("serviceAccount"), "spec.serviceAccount")  # deprecated alias
+        or "default"
+    )
+    secrets = _pull_secrets(r, spec)
+    containers = [*_image_volumes(r, spec), *_containers(r, spec)]
     if not any(c.field == "containers" for c in containers):
-        raise fail("spec.containers", "Required value")
+        raise r.fail("spec.containers", "Required value")
     return PodSpec(
         namespace=namespace,
         name=name,
@@ -239,6 +205,47 @@ def parse_pod(obj: Mapping[str, Any], where: str = "pod") -> PodSpec:
         image_pull_secrets=tuple(secrets),
         containers=tuple(containers),
     )
+
+
+def _pull_secrets(r: _Reader, spec: Mapping[str, Any]) -> list[str]:
+    secrets: list[str] = []
+    for i, ref in enumerate(r.items(spec.get("imagePullSecrets"), "spec.imagePullSecrets")):
+        field = f"spec.imagePullSecrets[{i}]"
+        secret_name = r.string(r.mapping(ref, field).get("name"), f"{field}.name")
+        if secret_name:  # the API allowed empty names once; the kubelet skips them
+            secrets.append(secret_name)
+    return secrets
+
+
+def _image_volumes(r: _Reader, spec: Mapping[str, Any]) -> list[PodContainer]:
+    volumes: list[PodContainer] = []
+    names: set[str] = set()
+    for i, raw in enumerate(r.items(spec.get("volumes"), "spec.volumes")):
+        field = f"spec.volumes[{i}]"
+        volume = r.mapping(raw, field)
+        if volume.get("image") is None:
+            continue  # not an image volume: nothing to pull
+        vname = r.unique_name(volume.get("name"), f"{field}.name", names)
+        source = r.mapping(volume["image"], f"{field}.image")
+        reference = r.string(source.get("reference"), f"{field}.image.reference", required=True)
+        policy = r.pull_policy(source.get("pullPolicy"), f"{field}.image.pullPolicy", reference)
+        volumes.append(PodContainer(IMAGE_VOLUME, vname, reference, policy, "volumes"))
+    return volumes
+
+
+def _containers(r: _Reader, spec: Mapping[str, Any]) -> list[PodContainer]:
+    # Init, regular and ephemeral containers share one name space.
+    containers: list[PodContainer] = []
+    names: set[str] = set()
+    for spec_field, label in CONTAINER_KINDS:
+        for i, raw in enumerate(r.items(spec.get(spec_field), f"spec.{spec_field}")):
+            field = f"spec.{spec_field}[{i}]"
+            c = r.mapping(raw, field)
+            cname = r.unique_name(c.get("name"), f"{field}.name", names)
+            image = r.string(c.get("image"), f"{field}.image", required=True)
+            policy = r.pull_policy(c.get("imagePullPolicy"), f"{field}.imagePullPolicy", image)
+            containers.append(PodContainer(label, cname, image, policy, spec_field))
+    return containers
 
 
 def load_pod(path: str) -> PodSpec:

@@ -108,6 +108,9 @@ class Simulation:
         return self.node.ensure
 
     def run_step(self, step: Step) -> dict[str, Any]:
+        """Run ``step`` and return what it did as JSON: for a pod step the decision, events,
+        attempts, recorded credentials, metric labels and, with ``expect``, ``ok``.
+        """
         out: dict[str, Any] = {"step": step.index, "action": step.action}
         if step.name:
             out["name"] = step.name
@@ -169,6 +172,9 @@ class Simulation:
         return {**out, **ensure_result_to_dict(res)}
 
     def records(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """(every pull record under the root as the kubelet's JSON, one error line per file that
+        does not decode).
+        """
         from credprov.pullmanager.fsstore import FSPullRecordsAccessor
         from credprov.pullmanager.types import record_to_json
 

@@ -246,11 +246,21 @@ class FSPullRecordsAccessor:
     # -- intents ------------------------------------------------------------------------------
 
     def write_image_pull_intent(self, image: str) -> None:
+        """Write ``image``'s intent file atomically, as the kubelet writes it.
+
+        Raises:
+            StoreWriteError: it could not be written.
+        """
         self._write(
             self.intents_dir, cache_filename(image), encode_intent(ImagePullIntent(image=image))
         )
 
     def image_pull_intent_exists(self, image: str) -> bool:
+        """Whether ``image`` has an intent file.
+
+        Raises:
+            StoreReadError: the file is there but cannot be read or decoded.
+        """
         path = os.path.join(self.intents_dir, cache_filename(image))
         try:
             intent = self._load_intent(path)
@@ -260,34 +270,29 @@ class FSPullRecordsAccessor:
         return intent is not None and intent[1].image == image
 
     def delete_image_pull_intent(self, image: str) -> None:
+        """Remove ``image``'s intent file (absent is fine).
+
+        Raises:
+            StoreWriteError: the file could not be removed.
+        """
         self._delete(self.intents_dir, cache_filename(image))
 
     def list_image_pull_intents(self) -> tuple[list[ImagePullIntent], list[str]]:
-        scanned = self._from_scan("intent", self.intents_dir)
-        if scanned is not None:
-            return scanned
-        intents: list[ImagePullIntent] = []
-        errors: list[str] = []
-        for path in self._entries(self.intents_dir, errors):
-            try:
-                got = self._load_intent(path)
-            except _Unusable as exc:
-                errors.append(str(exc))
-                continue
-            if got is not None:  # removed between listing and reading
-                intents.append(got[1])
-        return intents, errors
+        """Every intent and, for each file that does not decode, one error line."""
+        return self._list("intent", self.intents_dir, self._load_intent)
 
     def count_intents(self) -> int:
         """Valid-looking intent file names (no reads, no decoding)."""
-        scanned = self._counted.get("intent")
-        if scanned is not None and self._scan_still_good(self.intents_dir, scanned[0]):
-            return scanned[1]
-        return self._count(self.intents_dir)
+        return self._count_names("intent", self.intents_dir)
 
     # -- records ------------------------------------------------------------------------------
 
     def get_image_pulled_record(self, image_ref: str) -> ImagePulledRecord | None:
+        """The record of ``image_ref``, or None when there is none.
+
+        Raises:
+            StoreReadError: the file is there but cannot be read or decoded.
+        """
         path = os.path.join(self.records_dir, cache_filename(image_ref))
         try:
             got = self._load_record(path)
@@ -299,33 +304,54 @@ class FSPullRecordsAccessor:
         return got[1]
 
     def write_image_pulled_record(self, record: ImagePulledRecord) -> None:
+        """Write ``record``'s file atomically, as the kubelet writes it (replacing the old one).
+
+        Raises:
+            StoreWriteError: it could not be written.
+        """
         self._write(self.records_dir, cache_filename(record.image_ref), encode_record(record))
 
     def delete_image_pulled_record(self, image_ref: str) -> None:
+        """Remove ``image_ref``'s record file (absent is fine).
+
+        Raises:
+            StoreWriteError: the file could not be removed.
+        """
         self._delete(self.records_dir, cache_filename(image_ref))
 
     def list_image_pulled_records(self) -> tuple[list[ImagePulledRecord], list[str]]:
-        scanned = self._from_scan("record", self.records_dir)
-        if scanned is not None:
-            return scanned
-        records: list[ImagePulledRecord] = []
-        errors: list[str] = []
-        for path in self._entries(self.records_dir, errors):
-            try:
-                got = self._load_record(path)
-            except _Unusable as exc:
-                errors.append(str(exc))
-                continue
-            if got is not None:
-                records.append(got[1])
-        return records, errors
+        """Every record and, for each file that does not decode, one error line."""
+        return self._list("record", self.records_dir, self._load_record)
 
     def count_records(self) -> int:
         """Valid-looking record file names (no reads, no decoding)."""
-        scanned = self._counted.get("record")
-        if scanned is not None and self._scan_still_good(self.records_dir, scanned[0]):
+        return self._count_names("record", self.records_dir)
+
+    # -- listing (intents and records alike) --------------------------------------------------
+
+    def _list(
+        self, kind: str, directory: str, load: Callable[[str], tuple[str, _T] | None]
+    ) -> tuple[list[_T], list[str]]:
+        scanned = self._from_scan(kind, directory)
+        if scanned is not None:
+            return scanned
+        items: list[_T] = []
+        errors: list[str] = []
+        for path in self._entries(directory, errors):
+            try:
+                got = load(path)
+            except _Unusable as exc:
+                errors.append(str(exc))
+                continue
+            if got is not None:  # removed between listing and reading
+                items.append(got[1])
+        return items, errors
+
+    def _count_names(self, kind: str, directory: str) -> int:
+        scanned = self._counted.get(kind)
+        if scanned is not None and self._scan_still_good(directory, scanned[0]):
             return scanned[1]
-        return self._count(self.records_dir)
+        return self._count(directory)
 
     # -- cross-process locks ------------------------------------------------------------------
 

@@ -19,6 +19,10 @@ __all__ = ["FileCheck", "scan_files"]
 
 @dataclass
 class FileCheck:
+    """What one intent or record file holds: its version and key, or why it does not decode, and
+    whether its name fits its key.
+    """
+
     path: str
     kind: str  # "intent" | "record"
     version: str | None = None

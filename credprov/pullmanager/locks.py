@@ -53,6 +53,7 @@ class StripedLockSet:
         return self._stripes
 
     def lock(self, key: str) -> threading.Lock:
+        """The lock of ``key``'s stripe (keys that share a stripe share the lock)."""
         return self._locks[hash(key) % self._stripes]
 
     @contextlib.contextmanager

@@ -101,11 +101,14 @@ class VerificationPolicy(Protocol):
 class PullManagerMetricsSink(Protocol):
     """What the manager reports (``credprov.pullmanager.metrics.PullManagerMetrics``)."""
 
-    def must_pull_check(self, result: str) -> None: ...
+    def must_pull_check(self, result: str) -> None:
+        """Count one ``MustAttemptImagePull`` decision by its ``result`` label."""
 
-    def set_ondisk(self, intents: int, records: int) -> None: ...
+    def set_ondisk(self, intents: int, records: int) -> None:
+        """Set how many intent and record files the store holds."""
 
-    def set_inmemory(self, intents: int, records: int) -> None: ...
+    def set_inmemory(self, intents: int, records: int) -> None:
+        """Set how full the in-memory caches of intents and records are, in percent."""
 
 
 # -- merging ------------------------------------------------------------------------------------
@@ -489,23 +492,11 @@ class ImagePullManager:
     def _must_attempt(
         self, image: str, image_ref: str, get_pod_credentials: GetPodCredentials
     ) -> tuple[bool, str]:
-        """(Over 80 lines on purpose: it mirrors MustAttemptImagePull's decision table in
-        upstream's order.)"""
+        """``MustAttemptImagePull``'s decision table, in upstream's order: (must pull,
+        the ``image_pull_manager_must_pull_checks`` result)."""
         # Steps 1-2.
         try:
-            # A record found settles "pulled by the kubelet" on its own, and reading it is
-            # one read that the accessor makes atomic (a write replaces the whole record):
-            # done without the locks it equals a locked read made just before or just after
-            # any concurrent write, so the common case skips two lock round trips. A missing
-            # record (then the intent decides), or preloaded-name tracking (which reads the
-            # intent too), takes the locks and reads again.
-            record = None
-            if self._preloaded is None:
-                record = self._accessor.get_image_pulled_record(image_ref)
-            if record is not None:
-                pulled_by_kubelet = True
-            else:
-                record, pulled_by_kubelet = self._read_locked(image, image_ref)
+            record, pulled_by_kubelet = self._read_record(image, image_ref)
         except StoreReadError as exc:
             # Fail safe: an unreadable record or intent means "verify".
             log.error("Unable to access cache records about image pulls: %s", exc)
@@ -534,9 +525,38 @@ class ImagePullManager:
         if entry.node_pods_accessible:
             return False, RESULT_RECORD_FOUND
         # Step 8: a tracked image without credentials (e.g. converted from an intent).
-        cached_secrets = entry.kubernetes_secrets or ()
-        if not cached_secrets and not entry.kubernetes_service_accounts:
+        if not entry.kubernetes_secrets and not entry.kubernetes_service_accounts:
             return True, RESULT_MUST_AUTHENTICATE
+        # Steps 9-12.
+        return self._match_pod_credentials(image, image_ref, entry, get_pod_credentials)
+
+    def _read_record(self, image: str, image_ref: str) -> tuple[ImagePulledRecord | None, bool]:
+        """(record, pulled by the kubelet) for steps 1-2. Raises StoreReadError.
+
+        A record found settles "pulled by the kubelet" on its own, and reading it is one
+        read that the accessor makes atomic (a write replaces the whole record): done
+        without the locks it equals a locked read made just before or just after any
+        concurrent write, so the common case skips two lock round trips. A missing record
+        (then the intent decides), or preloaded-name tracking (which reads the intent too),
+        takes the locks and reads again.
+        """
+        if self._preloaded is None:
+            record = self._accessor.get_image_pulled_record(image_ref)
+            if record is not None:
+                return record, True
+        return self._read_locked(image, image_ref)
+
+    def _match_pod_credentials(
+        self,
+        image: str,
+        image_ref: str,
+        entry: ImagePullCredentials,
+        get_pod_credentials: GetPodCredentials,
+    ) -> tuple[bool, str]:
+        """Steps 9-12: whether the pod's secrets or service account match ``entry`` (the
+        record's credentials for this image), learning a matching secret's new coordinates
+        or a rotated secret's new hash."""
+        cached_secrets = entry.kubernetes_secrets or ()
         # Step 9: only now may plugins run (PR #133079).
         pod_secrets, pod_service_account = get_pod_credentials()
         # Step 10.

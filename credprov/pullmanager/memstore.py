@@ -199,30 +199,38 @@ class CachedPullRecordsAccessor:
 
     @property
     def intents_authoritative(self) -> bool:
+        """Whether a miss in the intents cache proves the intent absent."""
         return self._intents.authoritative
 
     @property
     def records_authoritative(self) -> bool:
+        """Whether a miss in the records cache proves the record absent."""
         return self._records.authoritative
 
     def intents_usage_percent(self) -> int:
+        """How full the intents cache is, in percent."""
         with self._mu:
             return self._intents.usage_percent()
 
     def records_usage_percent(self) -> int:
+        """How full the records cache is, in percent."""
         with self._mu:
             return self._records.usage_percent()
 
     # -- intents ----------------------------------------------------------------------------
 
     def write_image_pull_intent(self, image: str) -> None:
-        with self._intent_locks.lock(image):
-            self._delegate.write_image_pull_intent(image)
-            with self._mu:
-                self._intents.set(image, ImagePullIntent(image=image))
-        self._changed()
+        """Write the intent to the delegate, then cache it."""
+        self._write_through(
+            self._intents,
+            self._intent_locks,
+            image,
+            ImagePullIntent(image=image),
+            lambda: self._delegate.write_image_pull_intent(image),
+        )
 
     def image_pull_intent_exists(self, image: str) -> bool:
+        """Whether ``image`` has an intent: from the cache, else from the delegate."""
         intents = self._intents
         self._mu.acquire()  # not ``with``: see get_image_pulled_record
         try:
@@ -233,43 +241,35 @@ class CachedPullRecordsAccessor:
             admit = intents.admits(image)
         finally:
             self._mu.release()
-        if not admit:
-            # Nothing will be cached, so nothing can race a write: no stripe lock.
-            return self._delegate.image_pull_intent_exists(image)
-        with self._intent_locks.lock(image):
-            # Another thread may have written or filled it while we waited for the lock.
-            with self._mu:
-                if intents.get(image) is not None:
-                    return True
-                if intents.authoritative:
-                    return False
-            if not self._delegate.image_pull_intent_exists(image):
-                return False
-            with self._mu:
-                intents.set(image, ImagePullIntent(image=image))
-        self._changed()
-        return True
+        intent = self._read_through(
+            intents, self._intent_locks, image, admit, self._delegate_intent
+        )
+        return intent is not None
+
+    def _delegate_intent(self, image: str) -> ImagePullIntent | None:
+        return (
+            ImagePullIntent(image=image) if self._delegate.image_pull_intent_exists(image) else None
+        )
 
     def delete_image_pull_intent(self, image: str) -> None:
-        with self._intent_locks.lock(image):
-            self._delegate.delete_image_pull_intent(image)
-            with self._mu:
-                self._intents.delete(image)
-        self._changed()
+        """Delete the intent from the delegate and the cache."""
+        self._delete_through(
+            self._intents, self._intent_locks, image, self._delegate.delete_image_pull_intent
+        )
 
     def list_image_pull_intents(self) -> tuple[list[ImagePullIntent], list[str]]:
-        result = self._refreshing_list(
+        """The delegate's intents (and errors); a full list may make the cache authoritative."""
+        return self._refreshing_list(
             self._intents,
             self._intent_locks,
             self._delegate.list_image_pull_intents,
             lambda intent: intent.image,
         )
-        self._changed()
-        return result
 
     # -- pulled records ---------------------------------------------------------------------
 
     def get_image_pulled_record(self, image_ref: str) -> ImagePulledRecord | None:
+        """The record for ``image_ref``: from the cache, else from the delegate."""
         records = self._records
         # acquire/release rather than ``with``: this is every pull check, and the context
         # manager protocol costs more than the dictionary lookup it guards.
@@ -285,49 +285,93 @@ class CachedPullRecordsAccessor:
             admit = records.admits(image_ref)
         finally:
             self._mu.release()
-        if not admit:
-            # Nothing will be cached, so nothing can race a write: no stripe lock.
-            return self._delegate.get_image_pulled_record(image_ref)
-        with self._record_locks.lock(image_ref):
-            with self._mu:
-                record = records.get(image_ref)
-                if record is not None or records.authoritative:
-                    return record
-            record = self._delegate.get_image_pulled_record(image_ref)
-            if record is None:
-                return None
-            with self._mu:
-                records.set(image_ref, record)
-        self._changed()
-        return record
+        return self._read_through(
+            records,
+            self._record_locks,
+            image_ref,
+            admit,
+            self._delegate.get_image_pulled_record,
+        )
 
     def write_image_pulled_record(self, record: ImagePulledRecord) -> None:
+        """Write the record to the delegate, then cache a copy of it."""
         # Cache a copy: the caller keeps its object and may go on changing it.
-        cached = record.model_copy(deep=True)
-        with self._record_locks.lock(record.image_ref):
-            self._delegate.write_image_pulled_record(record)
-            with self._mu:
-                self._records.set(cached.image_ref, cached)
-        self._changed()
+        self._write_through(
+            self._records,
+            self._record_locks,
+            record.image_ref,
+            record.model_copy(deep=True),
+            lambda: self._delegate.write_image_pulled_record(record),
+        )
 
     def delete_image_pulled_record(self, image_ref: str) -> None:
-        with self._record_locks.lock(image_ref):
-            self._delegate.delete_image_pulled_record(image_ref)
-            with self._mu:
-                self._records.delete(image_ref)
-        self._changed()
+        """Delete the record from the delegate and the cache."""
+        self._delete_through(
+            self._records,
+            self._record_locks,
+            image_ref,
+            self._delegate.delete_image_pulled_record,
+        )
 
     def list_image_pulled_records(self) -> tuple[list[ImagePulledRecord], list[str]]:
-        result = self._refreshing_list(
+        """The delegate's records (and errors); a full list may make the cache authoritative."""
+        return self._refreshing_list(
             self._records,
             self._record_locks,
             self._delegate.list_image_pulled_records,
             lambda record: record.image_ref,
         )
-        self._changed()
-        return result
 
-    # -- helpers ----------------------------------------------------------------------------
+    # -- helpers (intents and records alike) ------------------------------------------------
+
+    def _read_through(
+        self,
+        cache: _LRU[_V],
+        locks: StripedLockSet,
+        key: str,
+        admit: bool,
+        load: Callable[[str], _V | None],
+    ) -> _V | None:
+        """A cache miss: the delegate's value, cached when ``admit`` (the doorkeeper)."""
+        if not admit:
+            # Nothing will be cached, so nothing can race a write: no stripe lock.
+            return load(key)
+        with locks.lock(key):
+            # Another thread may have written or filled it while we waited for the lock.
+            with self._mu:
+                value = cache.get(key)
+                if value is not None or cache.authoritative:
+                    return value
+            value = load(key)
+            if value is None:
+                return None
+            with self._mu:
+                cache.set(key, value)
+        self._changed()
+        return value
+
+    def _write_through(
+        self,
+        cache: _LRU[_V],
+        locks: StripedLockSet,
+        key: str,
+        cached: _V,
+        write: Callable[[], None],
+    ) -> None:
+        with locks.lock(key):
+            write()
+            with self._mu:
+                cache.set(key, cached)
+        self._changed()
+
+    def _delete_through(
+        self, cache: _LRU[_V], locks: StripedLockSet, key: str, delete: Callable[[str], None]
+    ) -> None:
+        with locks.lock(key):
+            delete(key)
+            with self._mu:
+                cache.delete(key)
+        self._changed()
 
     def _refreshing_list(
         self,
@@ -340,18 +384,21 @@ class CachedPullRecordsAccessor:
         with self._mu:
             was_authoritative = cache.authoritative
         if was_authoritative:
-            return list_items()
-        # Hold every key's lock so no write lands between the list and the refill.
-        with locks.global_lock():
             items, errors = list_items()
-            # Strictly fewer than capacity: a full cache cannot tell "all" from "the first N".
-            complete = not errors and len(items) < cache.max_size
-            authoritative = complete and self._may_be_authoritative
-            with self._mu:
-                # A partial list still beats an empty cache, but never replaces a fuller one.
-                if complete or len(cache) == 0:
-                    kept = items[: cache.max_size]  # what replace() keeps
-                    cache.replace([(key_of(item), item) for item in kept], authoritative)
+        else:
+            # Hold every key's lock so no write lands between the list and the refill.
+            with locks.global_lock():
+                items, errors = list_items()
+                # Strictly fewer than capacity: a full cache cannot tell "all" from "the
+                # first N".
+                complete = not errors and len(items) < cache.max_size
+                authoritative = complete and self._may_be_authoritative
+                with self._mu:
+                    # A partial list still beats an empty cache, never replaces a fuller one.
+                    if complete or len(cache) == 0:
+                        kept = items[: cache.max_size]  # what replace() keeps
+                        cache.replace([(key_of(item), item) for item in kept], authoritative)
+        self._changed()
         return items, errors
 
     def _changed(self) -> None:

@@ -140,6 +140,7 @@ class NeverVerifyPolicy:
     name: ClassVar[str] = NEVER_VERIFY
 
     def require_credential_verification(self, image: str, image_pulled_by_kubelet: bool) -> bool:
+        """Always False: any pod may use any present image."""
         return False
 
 
@@ -150,6 +151,7 @@ class NeverVerifyPreloadedPolicy:
     name: ClassVar[str] = NEVER_VERIFY_PRELOADED_IMAGES
 
     def require_credential_verification(self, image: str, image_pulled_by_kubelet: bool) -> bool:
+        """True for an image the kubelet pulled; False for one it found on the node."""
         return image_pulled_by_kubelet
 
 
@@ -160,6 +162,7 @@ class AlwaysVerifyPolicy:
     name: ClassVar[str] = ALWAYS_VERIFY
 
     def require_credential_verification(self, image: str, image_pulled_by_kubelet: bool) -> bool:
+        """Always True: every pod proves access to every image."""
         return True
 
 
@@ -201,6 +204,7 @@ class AllowlistPolicy:
 
     def require_credential_verification(self, image: str, image_pulled_by_kubelet: bool) -> bool:
         # An image that cannot be parsed is never exempt: failing safe means verifying.
+        """True unless ``image`` matches the allowlist (whoever pulled it)."""
         return not self.matches(image)
 
 

@@ -203,6 +203,9 @@ class PreloadedImages:
         return True
 
     def is_preloaded_name(self, image_ref: str, image: str) -> bool:
+        """Whether ``image``'s repository is one ``image_ref`` was present under before the
+        kubelet pulled anything.
+        """
         repo = repository_of(image)
         return repo is not None and repo in self.observed(image_ref)
 
@@ -224,6 +227,9 @@ class PreloadedImages:
             self.forget(image_ref)
 
     def forget(self, image_ref: str) -> None:
+        """Drop what was observed for ``image_ref`` (its image left the node); a store error is
+        logged.
+        """
         try:
             self._fs._delete(self.directory, cache_filename(image_ref))  # type: ignore[attr-defined]
         except (StoreWriteError, StoreReadError) as exc:

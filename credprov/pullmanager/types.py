@@ -67,13 +67,16 @@ class ImagePullCredentials(BaseModel):
 
     @property
     def secrets(self) -> list[ImagePullSecret]:
+        """The secrets (a copy; empty when unset)."""
         return list(self.kubernetes_secrets or [])
 
     @property
     def service_accounts(self) -> list[ImagePullServiceAccount]:
+        """The service accounts (a copy; empty when unset)."""
         return list(self.kubernetes_service_accounts or [])
 
     def is_empty(self) -> bool:
+        """Whether it grants nothing: no secret, no service account, not node-wide."""
         return not self.secrets and not self.service_accounts and not self.node_pods_accessible
 
 
@@ -154,11 +157,15 @@ def _credentials_json(c: ImagePullCredentials) -> dict[str, Any]:
 
 
 def encode_intent(intent: ImagePullIntent, version: str = STORAGE_VERSION) -> bytes:
+    """The intent file's bytes as the kubelet writes them, in API ``version``."""
     body = {"kind": INTENT_KIND, "apiVersion": f"{GROUP}/{version}", "image": intent.image}
     return (_go_json(body) + "\n").encode("utf-8")
 
 
 def encode_record(record: ImagePulledRecord, version: str = STORAGE_VERSION) -> bytes:
+    """The record file's bytes as the kubelet writes them, in API ``version`` (mapping keys
+    sorted, time in RFC 3339 seconds, UTC).
+    """
     body: dict[str, Any] = {
         "kind": RECORD_KIND,
         "apiVersion": f"{GROUP}/{version}",

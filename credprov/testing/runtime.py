@@ -71,6 +71,7 @@ class RegistryImage:
 
     @property
     def repo(self) -> str:
+        """The image's repository (its name without the tag)."""
         return self.name.rpartition(":")[0]
 
 
@@ -85,6 +86,7 @@ class RegistryGrant:
     credential_hash: str | None = None
 
     def accepts(self, auth: TrackedAuthConfig) -> bool:
+        """Whether ``auth`` is this grant's credential (by hash, else by username and password)."""
         if self.credential_hash is not None:
             return auth.credential_hash == self.credential_hash
         return auth.username == self.username and auth.password == self.password
@@ -124,6 +126,7 @@ class FakeRegistry:
         return image
 
     def images(self) -> list[RegistryImage]:
+        """The images the registry serves."""
         return list(self._images.values())
 
     def resolve(self, image: str) -> RegistryImage | None:
@@ -137,6 +140,7 @@ class FakeRegistry:
         return self._images.get(f"{repo}:{tag or 'latest'}")
 
     def is_anonymous(self, repo: str) -> bool:
+        """Whether anyone may pull from ``repo`` without credentials."""
         return any(_repo_matches(p, repo) for p in self.anonymous)
 
     def authorize(self, repo: str, auth: TrackedAuthConfig | None) -> bool:
@@ -244,15 +248,23 @@ class FakeRuntime:
     # -- ImageService --
 
     def image_ref(self, image: str) -> str | None:
+        """The ID of the image ``image`` names on the node, or None when absent."""
         with self._lock:
             found = self._find(image)
         return found.id if found is not None else None
 
     def list_images(self) -> list[RuntimeImage]:
+        """The images on the node."""
         with self._lock:
             return list(self._images.values())
 
     def pull_image(self, image: str, auth: TrackedAuthConfig | None) -> str:
+        """Pull ``image`` from the fake registry with ``auth`` (None: anonymously), noting the
+        attempt in ``pulls``; returns the image's ID.
+
+        Raises:
+            PullError: the registry refused (unknown image, denied, unavailable).
+        """
         label = "anonymous" if auth is None else auth.source_label
         chash = "" if auth is None else auth.credential_hash
         try:

@@ -274,11 +274,7 @@ LONG_FUNCTION_ALLOWLIST: dict[str, str] = {
     "credprov/doctor/kep2535.py:check_pull_records": "pending (doc)",
     "credprov/doctor/kep2535.py:check_kep2535_preflight": "pending (doc)",
     "credprov/doctor/kep4412.py:check_kep4412_rbac": "pending (doc)",
-    "credprov/kubelet/ensure.py:EnsureImage._ensure": "pending (kube)",
-    "credprov/kubelet/podspec.py:parse_pod": "pending (kube)",
-    "credprov/kubelet/scenario.py:load_scenario": "pending (kube)",
     "credprov/nodeauth/audit.py:audit": "pending (doc)",
-    "credprov/pullmanager/manager.py:ImagePullManager._must_attempt": "pending (kube)",
     "credprov/sdk/_runtime.py:run": "pending (sdk)",
 }
 
@@ -371,20 +367,7 @@ DOCSTRING_ALLOWLIST: dict[str, str] = {
     "credprov/doctor/discovery.py": "pending (doc)",
     "credprov/doctor/plugin_runs.py": "pending (doc)",
     "credprov/doctor/sandbox.py": "pending (doc)",
-    "credprov/kubelet/ensure.py": "pending (kube)",
-    "credprov/kubelet/node.py": "pending (kube)",
-    "credprov/kubelet/scenario.py": "pending (kube)",
-    "credprov/kubelet/simulation.py": "pending (kube)",
-    "credprov/pullmanager/fsstore.py": "pending (kube)",
-    "credprov/pullmanager/inspect.py": "pending (kube)",
-    "credprov/pullmanager/locks.py": "pending (kube)",
-    "credprov/pullmanager/manager.py": "pending (kube)",
-    "credprov/pullmanager/memstore.py": "pending (kube)",
-    "credprov/pullmanager/policies.py": "pending (kube)",
-    "credprov/pullmanager/preloaded.py": "pending (kube)",
-    "credprov/pullmanager/types.py": "pending (kube)",
     "credprov/sdk/_cache.py": "pending (sdk)",
-    "credprov/testing/runtime.py": "pending (kube)",
 }
 
 

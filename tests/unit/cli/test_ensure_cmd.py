@@ -769,7 +769,7 @@ def _args(node: Node, **override: str | None) -> list[str]:
             "--cri /run/containerd/containerd.sock: want unix:///path/to/socket",
         ),
         ({"--cri": "tcp://127.0.0.1:1234"}, [], "--cri tcp://127.0.0.1:1234: want unix:///path"),
-        ({"--root-dir": "{tmp}/missing"}, [], "--root {tmp}/missing: not a directory"),
+        ({"--root-dir": "{tmp}/missing"}, [], "--root-dir {tmp}/missing: not a directory"),
         (
             {"--pod": "{tmp}/missing.yaml"},
             [],

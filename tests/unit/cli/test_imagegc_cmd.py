@@ -175,7 +175,10 @@ def test_unreadable_record_is_reported_not_fatal(
     ("argv", "message"),
     [
         (["--cri", "/run/c.sock", "--root-dir", "{root}"], "--cri /run/c.sock: want unix:///path"),
-        (["--cri", CRI, "--root-dir", "{root}/missing"], "--root {root}/missing: not a directory"),
+        (
+            ["--cri", CRI, "--root-dir", "{root}/missing"],
+            "--root-dir {root}/missing: not a directory",
+        ),
     ],
 )
 def test_bad_arguments(

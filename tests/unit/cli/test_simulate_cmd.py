@@ -234,6 +234,9 @@ def test_image_volume_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         ("steps: [{pod: {namespace: ns, name: p, imageVolume: [v]}}]",
          "steps[0].pod.imageVolume: must be a mapping, not list"),
         ("- a list", "scenario: must be a mapping, not list"),
+        ("root: /tmp\nsteps: [{restart: true}]",
+         "root: a scenario cannot choose where records are written; "
+         "give --root-dir DIR on the command line"),
         ("steps: [", "is not valid YAML"),
     ],
 )  # fmt: skip
