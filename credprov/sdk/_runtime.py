@@ -193,9 +193,12 @@ def parse_args(
         opt = by_name[name[2:]]
         if opt.flag:
             if eq:
-                if inline.lower() not in ("true", "false", "1", "0"):
-                    raise UsageError(f"--{opt.name} takes true or false")
-                values[opt.name] = inline.lower() in ("true", "1")
+                from credprov._go.strconv import NumError, parse_bool
+
+                try:
+                    values[opt.name] = parse_bool(inline)
+                except NumError:
+                    raise UsageError(f"--{opt.name} takes true or false") from None
             else:
                 values[opt.name] = True
             continue

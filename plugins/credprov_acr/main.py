@@ -23,6 +23,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from credprov._go.strconv import FALSE_WORDS, TRUE_WORDS
 from credprov.sdk import Option, run
 
 NAME = "acr-credential-provider"
@@ -157,7 +158,7 @@ def normalize_argv(argv: Sequence[str]) -> list[str]:
                 values[_VALUE_FLAGS[name]] = value
             continue
         if name in _KLOG_BOOL_FLAGS:
-            if eq and value.lower() not in ("true", "false", "1", "0", "t", "f"):
+            if eq and value not in TRUE_WORDS | FALSE_WORDS:
                 raise ArgumentError(f'invalid argument "{value}" for "{name}" flag')
             continue
         if name.startswith("--"):

@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Mapping
 
+from credprov._go.strconv import FALSE_WORDS, TRUE_WORDS
 from credprov.sdk import Option, run
 
 NAME = "ecr-credential-provider"
@@ -31,8 +32,8 @@ OPTIONS = [
     ),
 ]
 
-_TRUE = ("1", "t", "T", "TRUE", "true", "True")
-_FALSE = ("0", "f", "F", "FALSE", "false", "False")
+_TRUE = tuple(sorted(TRUE_WORDS))
+_FALSE = tuple(sorted(FALSE_WORDS))
 _WORDS = tuple(v for v in _TRUE + _FALSE if not v.isdigit())
 
 

@@ -48,8 +48,6 @@ _KLOG_BOOL_FLAGS = frozenset(
 _VALUE_FLAGS = frozenset(("authFlow", "identity-provider", "project-id", "sts-endpoint"))
 _BOOL_FLAGS = frozenset(("allow-non-google-registries", "help", "version", "clear-cache"))
 _SHORTHANDS = {"a": "authFlow", "v": "v", "h": "help"}
-_TRUE = frozenset(("1", "t", "T", "TRUE", "true", "True"))
-_FALSE = frozenset(("0", "f", "F", "FALSE", "false", "False"))
 
 
 class FlagError(Exception):
@@ -108,29 +106,21 @@ def go_quote(value: str) -> str:
 
 
 def _parse_bool(name: str, value: str) -> bool:
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise FlagError(
-        f'invalid argument {go_quote(value)} for "--{name}" flag: '
-        f"strconv.ParseBool: parsing {go_quote(value)}: invalid syntax"
-    )
+    from credprov._go.strconv import NumError, parse_bool
+
+    try:
+        return parse_bool(value)
+    except NumError as exc:
+        raise FlagError(f'invalid argument {go_quote(value)} for "--{name}" flag: {exc}') from None
 
 
 def _parse_level(value: str) -> int:
-    text = value[1:] if value[:1] in "+-" else value
-    if not text.isdigit() or not text.isascii():
-        raise FlagError(
-            f'invalid argument {go_quote(value)} for "-v, --v" flag: '
-            f"strconv.ParseInt: parsing {go_quote(value)}: invalid syntax"
-        )
-    level = int(value)
-    if not -(2**31) <= level < 2**31:
-        raise FlagError(
-            f'invalid argument {go_quote(value)} for "-v, --v" flag: '
-            f"strconv.ParseInt: parsing {go_quote(value)}: value out of range"
-        )
+    from credprov._go.strconv import NumError, parse_int
+
+    try:
+        level = parse_int(value, 32)
+    except NumError as exc:
+        raise FlagError(f'invalid argument {go_quote(value)} for "-v, --v" flag: {exc}') from None
     return max(level, 0)  # klog treats a negative level like 0
 
 
