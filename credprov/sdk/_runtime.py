@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import sys
 
+from credprov.sdk import flags
+from credprov.sdk._errors import ProviderError, UsageError
 from credprov.sdk._wire import CACHE_KEY_TYPES, Request, RequestError, encode_response
+from credprov.sdk.flags import VERBOSITY, FlagError, Option
 
 # typing costs ~10 ms of start-up (re, enum, contextlib) on a plugin's warm path; the
 # annotations need it only for type checkers (mypy reads this name as typing's).
@@ -34,22 +37,8 @@ EXIT_INTERNAL = 3
 _REDACTED = "<redacted>"
 
 
-class ProviderError(Exception):
-    """Raise from a handler to fail the request with this message (exit 1).
-
-    Any occurrence of the request's token or of a password the handler produced is
-    redacted before printing, but do not put secrets in messages on purpose. (The engine
-    side has its own :class:`credprov.credentialprovider.plugin.exec.PluginError`, for a plugin that failed
-    as the kubelet sees it; this one is the plugin's own refusal.)
-    """
-
-
 #: The SDK's earlier name for :class:`ProviderError`, kept so existing plugins keep working.
 PluginError = ProviderError
-
-
-class UsageError(Exception):
-    """Bad command-line arguments (exit 2)."""
 
 
 class Response:
@@ -75,18 +64,6 @@ class Response:
         self.auth = dict(auth or {})
         self.cache_key_type = cache_key_type
         self.cache_duration = cache_duration
-
-
-class Option:
-    """A plugin option (``--name VALUE``, ``--name=VALUE``, or ``--name`` for flags)."""
-
-    __slots__ = ("default", "flag", "help", "name")
-
-    def __init__(self, name: str, default: Any = None, help: str = "", flag: bool = False):
-        self.name = name
-        self.default = default
-        self.help = help
-        self.flag = flag
 
 
 class Context:
@@ -157,62 +134,43 @@ def _scrub(message: str, secrets: Sequence[str]) -> str:
     return " ".join(message.split())  # one line
 
 
+#: The options every plugin has (besides its own): klog's ``-v``, ``--help``, ``--version``
+#: and ``--clear-cache``.
+BUILTIN_OPTIONS = (
+    VERBOSITY,
+    Option("help", False, "print this help and exit", flag=True, shorthand="h"),
+    Option("version", False, "print the version and exit", flag=True),
+    Option("clear-cache", False, "remove this plugin's cached answers and exit", flag=True),
+)
+_ACTIONS = ("help", "version", "clear-cache")
+
+
 def parse_args(
-    argv: Sequence[str], options: Sequence[Option]
+    argv: Sequence[str], options: Sequence[Option], *, name: str = "", allow_args: bool = False
 ) -> tuple[dict[str, Any], int, set[str]]:
-    """Parse ``argv`` into (options, verbosity, actions) without argparse (start-up cost).
+    """Parse ``argv`` into (the plugin's options, verbosity, actions), pflag's way
+    (:func:`credprov.sdk.flags.parse`).
+
+    Args:
+        allow_args: ignore arguments that are not options (cobra's ``ArbitraryArgs``);
+            by default one is refused as cobra refuses an unknown command.
 
     Raises:
-        UsageError: unknown option or missing value.
+        FlagError: unknown option, missing or invalid value, or an argument.
     """
-    by_name = {o.name: o for o in options}
-    values = {o.name: o.default for o in options}
-    verbosity = 0
-    actions: set[str] = set()
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        i += 1
-        if arg in ("--version", "--help", "-h", "--clear-cache"):
-            actions.add("help" if arg == "-h" else arg[2:])
-            continue
-        name, eq, inline = arg.partition("=")
-        if name in ("-v", "--v") or (arg.startswith("-v") and arg[2:].isdigit()):
-            raw = inline if eq else (arg[2:] if arg[2:].isdigit() else None)
-            if raw is None:
-                if i >= len(argv):
-                    raise UsageError(f"{name} needs a number")
-                raw = argv[i]
-                i += 1
-            if not raw.isdigit():
-                raise UsageError(f"invalid verbosity {raw!r}")
-            verbosity = int(raw)
-            continue
-        if not name.startswith("--") or name[2:] not in by_name:
-            raise UsageError(f"unknown argument {name!r}")
-        opt = by_name[name[2:]]
-        if opt.flag:
-            if eq:
-                from credprov._go.strconv import NumError, parse_bool
+    parsed = flags.parse(argv, (*BUILTIN_OPTIONS, *options))
+    if parsed.positional and not allow_args:
+        from credprov._go.fmt import go_quote
 
-                try:
-                    values[opt.name] = parse_bool(inline)
-                except NumError:
-                    raise UsageError(f"--{opt.name} takes true or false") from None
-            else:
-                values[opt.name] = True
-            continue
-        if eq:
-            values[opt.name] = inline
-        elif i < len(argv):
-            values[opt.name] = argv[i]
-            i += 1
-        else:
-            raise UsageError(f"--{opt.name} needs a value")
+        raise FlagError(f"unknown command {go_quote(parsed.positional[0])} for {go_quote(name)}")
+    values = parsed.values
+    actions = {a for a in _ACTIONS if values.pop(a)}
+    verbosity = max(values.pop(VERBOSITY.name), 0)
     return values, verbosity, actions
 
 
 def _usage(name: str, description: str, options: Sequence[Option]) -> str:
+    options = [o for o in options if not o.hidden]
     lines = [
         f"usage: {name} [--version] [-v N] [--clear-cache] "
         + " ".join(f"[--{o.name}{'' if o.flag else ' VALUE'}]" for o in options),
@@ -263,6 +221,7 @@ def run(
     stderr: Any = None,
     clock: Callable[[], float] | None = None,
     empty_image_error: str | None = None,
+    allow_args: bool = False,
 ) -> int:
     """Run a plugin once; returns the exit code (call ``sys.exit(run(...))``).
 
@@ -279,6 +238,8 @@ def run(
             upstream ECR's ``image in plugin request was empty``), printed as
             ``<name>: <text>`` with exit 1 once the rest of the request decoded; by
             default the SDK's ``invalid request: request has an empty image``.
+        allow_args: ignore command-line arguments that are not options (upstream ECR's
+            cobra command does); by default they are refused (exit 2).
 
     (Over 80 lines on purpose: it is a plugin's whole run (options, cache, request, handler,
     answer) in the order the exit codes document, kept in one place because it is on every
@@ -295,7 +256,7 @@ def run(
         return code
 
     try:
-        values, verbosity, actions = parse_args(argv, options)
+        values, verbosity, actions = parse_args(argv, options, name=name, allow_args=allow_args)
     except UsageError as exc:
         return fail(EXIT_USAGE, f"{exc} (see --help)")
     if "help" in actions:

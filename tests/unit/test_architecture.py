@@ -165,23 +165,17 @@ PACKAGES = ("credprov", *sorted(p.parent.name for p in (ROOT / "plugins").glob("
 ERROR_ROOT_ALLOWLIST: dict[str, str] = {
     "credprov.bundle.validate_config.UsageError": "pending (cli)",
     "credprov.nodeauth._objects.LookupFailed": "pending (doc)",
-    "credprov.sdk._cache.CacheUnavailable": "pending (sdk)",
-    "credprov.sdk._runtime.ProviderError": "pending (sdk)",
-    "credprov.sdk._runtime.UsageError": "pending (sdk)",
-    "credprov.sdk._wire.RequestError": "pending (sdk)",
     "credprov_acr.cloud.CloudError": "pending (sdk): a ProviderError",
     "credprov_acr.config.ConfigError": "pending (sdk): a ProviderError",
     "credprov_acr.credentials.CredentialError": "pending (sdk): a ProviderError",
     "credprov_acr.exchange.ExchangeError": "pending (sdk): a ProviderError",
     "credprov_acr.identity_bindings.IdentityBindingsError": "pending (sdk): a ProviderError",
-    "credprov_acr.main.ArgumentError": "pending (sdk)",
     "credprov_dockerhelper.docker_helper.HelperError": "pending (sdk)",
     "credprov_dockerhelper.provider.HelperFailure": "pending (sdk)",
     "credprov_ecr._aws.MalformedResponse": "pending (sdk)",
     "credprov_ecr.registry.ImageReferenceError": "pending (sdk)",
     "credprov_gcp._http.HttpFailure": "pending (sdk): a ProviderError",
     "credprov_gcp.errors.GCPError": "pending (sdk): a ProviderError",
-    "credprov_gcp.flags.FlagError": "pending (sdk)",
     "credprov_static.config.ConfigError": "pending (sdk): a ProviderError",
 }
 
