@@ -28,6 +28,11 @@ Configuration (environment):
 Errors are one line on stderr (and, when stdout is not a terminal, on stdout too, because
 docker and containers/image only show a failed helper's stdout), never a traceback and
 never a secret.
+
+This module is the engine-side bridge, not a plugin: it runs the kubelet engine
+(:mod:`credprov.credentialprovider`) as a docker credential helper, so it imports the
+library itself. It is the one plugin module allowed to (the others import only
+:mod:`credprov.sdk` and :mod:`credprov.version`; ``tests/unit/plugins`` checks it).
 """
 
 from __future__ import annotations

@@ -247,7 +247,7 @@ def parse_helper_output(stdout: bytes) -> tuple[str, str]:
 
 
 def _parse_timeout(value: object) -> float:
-    from credprov._go.durations import SECOND, DurationError, parse_duration
+    from credprov.sdk import SECOND, DurationError, parse_duration
 
     try:
         ns = parse_duration(str(value))
@@ -263,7 +263,7 @@ def _check_options(ctx: Context) -> tuple[str, str]:
     if key_type not in _CACHE_KEY_TYPES:
         raise ProviderError(f"invalid --cache-key-type {key_type!r}: use Image, Registry or Global")
     duration = str(ctx.options.get("cache-duration") or "0s")
-    from credprov._go.durations import DurationError, parse_duration
+    from credprov.sdk import DurationError, parse_duration
 
     try:
         if parse_duration(duration) < 0:

@@ -34,7 +34,7 @@ from botocore import UNSIGNED
 from botocore.config import Config
 from botocore.parsers import ResponseParserError
 
-from credprov import __version__
+from credprov.version import __version__
 from credprov_ecr._retry import CallRetries
 
 #: Per-attempt HTTP timeouts in seconds (connect, read): together with the retry budget they

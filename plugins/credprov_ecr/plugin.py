@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from credprov.base.clock import Clock, RealClock
-from credprov.sdk import Context, ProviderError, Request, Response
+from credprov.sdk import Clock, Context, ProviderError, RealClock, Request, Response
 from credprov_ecr import _aws
 from credprov_ecr._retry import CallRetries, RetryPolicy
 from credprov_ecr.registry import (

@@ -118,7 +118,7 @@ def parse_host_from_image_reference(image: str) -> str:
     Raises:
         ImageReferenceError: ``error parsing image reference https://<image>: <Go error>``.
     """
-    from credprov.credentialprovider.matching import GoURLError, parse_url
+    from credprov.sdk import GoURLError, parse_url
 
     if "://" not in image:
         image = "https://" + image

@@ -23,17 +23,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from credprov.credentialprovider.keyring import (
+from credprov.sdk import (
     DOCKER_CONFIG_JSON_KEY,
     DOCKER_CONFIG_JSON_TYPE,
     DOCKERCFG_KEY,
     DOCKERCFG_TYPE,
     KeyringError,
-    _entry_fields,
-    _secret_bytes,
+    ProviderError,
     normalize_key,
 )
-from credprov.sdk import ProviderError
+from credprov.sdk import docker_config_entry_fields as _entry_fields
+from credprov.sdk import secret_data as _secret_bytes
 
 API_VERSION = "credprov.io/v1alpha1"
 KIND = "StaticCredentials"
@@ -134,7 +134,8 @@ def load(path: str) -> StaticConfig:
 
 
 def _read(path: str, what: str) -> bytes:
-    from credprov.base.fileio import FileTooLargeError, read_bounded
+    from credprov.sdk import FileTooLargeError
+    from credprov.sdk import read_file as read_bounded
 
     try:
         return read_bounded(path, _MAX_FILE_BYTES)
@@ -258,7 +259,7 @@ def _string_list(path: str, where: str, value: Any) -> list[str]:
 
 def _pattern_key(path: str, where: str, pattern: str) -> str:
     """The keyring key of ``pattern``, after checking the kubelet could ever match it."""
-    from credprov.credentialprovider.matching import (
+    from credprov.sdk import (
         GoURLError,
         MatchPatternError,
         filepath_match,
@@ -427,7 +428,7 @@ def _credentials(path: str, value: Any) -> list[Credential]:
 
 
 def _mirror(path: str, value: Any, creds: tuple[Credential, ...]) -> Mirror:
-    from credprov.credentialprovider.matching import urls_match_str
+    from credprov.sdk import urls_match_str
 
     if not isinstance(value, dict):
         raise ConfigError(f"{path}: mirror must be a mapping")
@@ -469,7 +470,7 @@ def _static_credentials(path: str, doc: dict[str, Any]) -> StaticConfig:
         raise ConfigError(f"{path}: credentials is required")
     creds = _ordered(_credentials(path, doc["credentials"]))
 
-    from credprov._go.durations import DurationError, format_duration, parse_duration
+    from credprov.sdk import DurationError, format_duration, parse_duration
 
     raw_duration = doc.get("cacheDuration", DEFAULT_CACHE_DURATION)
     raw_duration = _string(path, "cacheDuration", raw_duration)
