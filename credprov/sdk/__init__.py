@@ -34,7 +34,6 @@ from credprov.sdk._runtime import (
     EXIT_OK,
     EXIT_USAGE,
     Context,
-    PluginError,
     Response,
     run,
 )
@@ -128,7 +127,6 @@ __all__ = [
     "MatchPatternError",
     "NotRegularFileError",
     "Option",
-    "PluginError",
     "ProviderError",
     "RealClock",
     "Redactor",

@@ -37,10 +37,6 @@ EXIT_INTERNAL = 3
 _REDACTED = "<redacted>"
 
 
-#: The SDK's earlier name for :class:`ProviderError`, kept so existing plugins keep working.
-PluginError = ProviderError
-
-
 class Response:
     """A handler's answer.
 
