@@ -34,8 +34,6 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
-_REDACTED = "<redacted>"
-
 
 class Response:
     """A handler's answer.
@@ -124,10 +122,9 @@ def _auth_pairs(auth: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
 
 
 def _scrub(message: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            message = message.replace(secret, _REDACTED)
-    return " ".join(message.split())  # one line
+    from credprov.base.redact import Redactor  # the error path only
+
+    return " ".join(Redactor(secrets)(message).split())  # one line
 
 
 #: The options every plugin has (besides its own): klog's ``-v``, ``--help``, ``--version``

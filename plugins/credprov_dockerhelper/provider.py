@@ -29,7 +29,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from credprov.sdk import Context, ProviderError, Request, Response
+from credprov.sdk import Context, ProviderError, Redactor, Request, Response
 
 #: What the helper protocol prints (on stdout, with exit 1) when it has nothing stored.
 NOT_FOUND_TEXT = "credentials not found"
@@ -208,9 +208,7 @@ def _stderr_quote(stderr: bytes, secrets: list[str]) -> str:
     """The first line of the helper's stderr, shortened, with any known secret removed."""
     text = stderr.decode("utf-8", "replace").strip()
     line = text.splitlines()[0] if text else ""
-    for secret in secrets:
-        if secret:
-            line = line.replace(secret, "<redacted>")
+    line = Redactor(secrets)(line)
     if len(line) > _STDERR_QUOTE_CHARS:
         line = line[:_STDERR_QUOTE_CHARS] + "..."
     return f": {line}" if line else ""
