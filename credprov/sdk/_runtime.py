@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
+    from credprov.sdk._cache import ResponseCache
+
     Handler = Callable[["Request", "Context"], "Response"]
 
 EXIT_OK = 0
@@ -233,25 +235,17 @@ def run(
             default the SDK's ``invalid request: request has an empty image``.
         allow_args: ignore command-line arguments that are not options (upstream ECR's
             cobra command does); by default they are refused (exit 2).
-
-    (Over 80 lines on purpose: it is a plugin's whole run (options, cache, request, handler,
-    answer) in the order the exit codes document, kept in one place because it is on every
-    plugin's warm path.)
     """
     argv = sys.argv[1:] if argv is None else argv
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout.buffer
     stderr = stderr if stderr is not None else sys.stderr
-
-    def fail(code: int, message: str) -> int:
-        stderr.write(f"{name}: {message}\n")
-        stderr.flush()
-        return code
+    plugin = _Plugin(name, stdout, stderr)
 
     try:
         values, verbosity, actions = parse_args(argv, options, name=name, allow_args=allow_args)
     except UsageError as exc:
-        return fail(EXIT_USAGE, f"{exc} (see --help)")
+        return plugin.fail(EXIT_USAGE, f"{exc} (see --help)")
     if "help" in actions:
         stdout.write(_usage(name, description, options).encode("utf-8"))
         return EXIT_OK
@@ -264,30 +258,15 @@ def run(
 
     response_cache = None
     if cache:
-        from credprov.sdk._cache import ResponseCache, default_cache_dir
-
-        response_cache = ResponseCache(
-            cache_dir or default_cache_dir(name),
-            # The plugin's options scope its answers; verbosity and actions do not.
-            scope=repr(sorted(values.items())),
-            **({"clock": clock} if clock else {}),
-        )
+        response_cache = _open_cache(cache_dir or "", ctx, clock)
         if "clear-cache" in actions:
             removed = response_cache.clear()
             ctx.log(1, f"removed {removed} cached answer(s)")
             return EXIT_OK
 
-    try:
-        from credprov.sdk._wire import parse_request
-
-        request = parse_request(
-            stdin.read(4 * 1024 * 1024), allow_empty_image=empty_image_error is not None
-        )
-    except RequestError as exc:
-        return fail(EXIT_ERROR, f"invalid request: {exc}")
-    if not request.image and empty_image_error is not None:
-        return fail(EXIT_ERROR, empty_image_error)
-    secrets = [request.service_account_token]
+    request = plugin.read_request(stdin, empty_image_error)
+    if isinstance(request, int):
+        return request
 
     identity = ""
     if response_cache is not None:
@@ -296,52 +275,117 @@ def run(
         identity = service_account_identity(
             request.service_account_token, request.service_account_annotations, cache_identity
         )
-        entry = response_cache.get(request.image, identity)
-        if entry is not None:
-            ctx.log(2, f"answered {request.image} from the plugin cache")
-            auth = {k: (v[0], v[1]) for k, v in entry["auth"].items()}
-            stdout.write(
-                encode_response(
-                    request.api_version,
-                    entry["cacheKeyType"],
-                    _seconds_to_go(int(entry["remaining"])),
-                    auth,
-                )
-            )
-            stdout.flush()
+        if plugin.answer_from_cache(response_cache, request, identity, ctx):
             return EXIT_OK
+    return plugin.answer(handler, request, ctx, response_cache, identity)
 
-    auth_pairs: dict[str, tuple[str, str]] = {}
-    try:
-        fn = _load_handler(handler)
-        result = fn(request, ctx)
-        if not isinstance(result, Response):
-            raise ProviderError("handler did not return a credprov.sdk.Response")
-        auth_pairs = _auth_pairs(result.auth)
-        secrets.extend(p for _, p in auth_pairs.values())
-        if result.cache_key_type not in CACHE_KEY_TYPES:
-            raise ProviderError(
-                f"handler returned an invalid cacheKeyType {result.cache_key_type!r}"
-            )
-        wire_duration, seconds = _duration_seconds(result.cache_duration)
-    except ProviderError as exc:
-        return fail(EXIT_ERROR, _scrub(str(exc), secrets))
-    except KeyboardInterrupt:
-        return fail(130, "interrupted")
-    except Exception as exc:
-        if verbosity >= 4:
-            import traceback
 
-            stderr.write(_scrub(traceback.format_exc(), secrets) + "\n")
-        return fail(EXIT_INTERNAL, f"internal error ({type(exc).__name__}); rerun with -v 4")
+def _open_cache(cache_dir: str, ctx: Context, clock: Callable[[], float] | None) -> ResponseCache:
+    """The plugin's answer cache (default directory: :func:`~credprov.sdk._cache.
+    default_cache_dir`), scoped by its options: verbosity and actions do not scope it."""
+    from credprov.sdk._cache import ResponseCache, default_cache_dir
 
-    stdout.write(
-        encode_response(request.api_version, result.cache_key_type, wire_duration, auth_pairs)
+    return ResponseCache(
+        cache_dir or default_cache_dir(ctx.name),
+        scope=repr(sorted(ctx.options.items())),
+        **({"clock": clock} if clock else {}),
     )
-    stdout.flush()
-    if response_cache is not None and seconds is not None and seconds > 0:
-        stored = response_cache.put(
-            result.cache_key_type, request.image, identity, auth_pairs, seconds
+
+
+class _Plugin:
+    """One run's output: failures on stderr, answers on stdout (from the handler or the
+    cache). ``run`` drives it in the order its exit codes document."""
+
+    def __init__(self, name: str, stdout: Any, stderr: Any) -> None:
+        self.name = name
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def fail(self, code: int, message: str) -> int:
+        """Print ``<name>: <message>`` on stderr; returns ``code``."""
+        self.stderr.write(f"{self.name}: {message}\n")
+        self.stderr.flush()
+        return code
+
+    def read_request(self, stdin: Any, empty_image_error: str | None) -> Request | int:
+        """The request on ``stdin``, or the exit code of its refusal (printed)."""
+        from credprov.sdk._wire import parse_request
+
+        try:
+            request = parse_request(
+                stdin.read(4 * 1024 * 1024), allow_empty_image=empty_image_error is not None
+            )
+        except RequestError as exc:
+            return self.fail(EXIT_ERROR, f"invalid request: {exc}")
+        if not request.image and empty_image_error is not None:
+            return self.fail(EXIT_ERROR, empty_image_error)
+        return request
+
+    def answer_from_cache(
+        self, response_cache: ResponseCache, request: Request, identity: str, ctx: Context
+    ) -> bool:
+        """Write the cached answer for ``request`` if there is one; whether there was."""
+        entry = response_cache.get(request.image, identity)
+        if entry is None:
+            return False
+        ctx.log(2, f"answered {request.image} from the plugin cache")
+        auth = {k: (v[0], v[1]) for k, v in entry["auth"].items()}
+        self.stdout.write(
+            encode_response(
+                request.api_version,
+                entry["cacheKeyType"],
+                _seconds_to_go(int(entry["remaining"])),
+                auth,
+            )
         )
-        ctx.log(2, f"{'cached' if stored else 'could not cache'} the answer for {request.image}")
-    return EXIT_OK
+        self.stdout.flush()
+        return True
+
+    def answer(
+        self,
+        handler: Handler | str,
+        request: Request,
+        ctx: Context,
+        response_cache: ResponseCache | None,
+        identity: str,
+    ) -> int:
+        """Call the handler, write its answer (and cache it); the exit code."""
+        secrets = [request.service_account_token]
+        auth_pairs: dict[str, tuple[str, str]] = {}
+        try:
+            fn = _load_handler(handler)
+            result = fn(request, ctx)
+            if not isinstance(result, Response):
+                raise ProviderError("handler did not return a credprov.sdk.Response")
+            auth_pairs = _auth_pairs(result.auth)
+            secrets.extend(p for _, p in auth_pairs.values())
+            if result.cache_key_type not in CACHE_KEY_TYPES:
+                raise ProviderError(
+                    f"handler returned an invalid cacheKeyType {result.cache_key_type!r}"
+                )
+            wire_duration, seconds = _duration_seconds(result.cache_duration)
+        except ProviderError as exc:
+            return self.fail(EXIT_ERROR, _scrub(str(exc), secrets))
+        except KeyboardInterrupt:
+            return self.fail(130, "interrupted")
+        except Exception as exc:
+            if ctx.verbosity >= 4:
+                import traceback
+
+                self.stderr.write(_scrub(traceback.format_exc(), secrets) + "\n")
+            return self.fail(
+                EXIT_INTERNAL, f"internal error ({type(exc).__name__}); rerun with -v 4"
+            )
+
+        self.stdout.write(
+            encode_response(request.api_version, result.cache_key_type, wire_duration, auth_pairs)
+        )
+        self.stdout.flush()
+        if response_cache is not None and seconds is not None and seconds > 0:
+            stored = response_cache.put(
+                result.cache_key_type, request.image, identity, auth_pairs, seconds
+            )
+            ctx.log(
+                2, f"{'cached' if stored else 'could not cache'} the answer for {request.image}"
+            )
+        return EXIT_OK

@@ -45,6 +45,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
+from credprov.errors import CredprovError
+
 NAME = "docker-credential-credprov"
 DEFAULT_CONFIG = "/etc/kubernetes/credential-provider-config.yaml"
 DEFAULT_BIN_DIR = "/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec"
@@ -88,7 +90,7 @@ environment:
 """
 
 
-class HelperError(Exception):
+class HelperError(CredprovError):
     """Fail ``get`` with this one-line message (never a secret)."""
 
 

@@ -29,7 +29,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from credprov.sdk import Context, ProviderError, Redactor, Request, Response
+from credprov.sdk import Context, CredprovError, ProviderError, Redactor, Request, Response
 
 #: What the helper protocol prints (on stdout, with exit 1) when it has nothing stored.
 NOT_FOUND_TEXT = "credentials not found"
@@ -55,7 +55,7 @@ class HelperOutput:
     stderr: bytes
 
 
-class HelperFailure(Exception):
+class HelperFailure(CredprovError):
     """The helper could not be run to completion (start failure, timeout, too much output)."""
 
 

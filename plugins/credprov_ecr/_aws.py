@@ -34,6 +34,7 @@ from botocore import UNSIGNED
 from botocore.config import Config
 from botocore.parsers import ResponseParserError
 
+from credprov.sdk import CredprovError
 from credprov.version import __version__
 from credprov_ecr._retry import CallRetries
 
@@ -48,7 +49,7 @@ _MAX_MESSAGE = 300
 _REASONS = {s.value: s.phrase for s in HTTPStatus}
 
 
-class MalformedResponse(Exception):
+class MalformedResponse(CredprovError):
     """A 200 answer whose body is not the JSON the API defines (the body is not kept)."""
 
 

@@ -165,18 +165,6 @@ PACKAGES = ("credprov", *sorted(p.parent.name for p in (ROOT / "plugins").glob("
 ERROR_ROOT_ALLOWLIST: dict[str, str] = {
     "credprov.bundle.validate_config.UsageError": "pending (cli)",
     "credprov.nodeauth._objects.LookupFailed": "pending (doc)",
-    "credprov_acr.cloud.CloudError": "pending (sdk): a ProviderError",
-    "credprov_acr.config.ConfigError": "pending (sdk): a ProviderError",
-    "credprov_acr.credentials.CredentialError": "pending (sdk): a ProviderError",
-    "credprov_acr.exchange.ExchangeError": "pending (sdk): a ProviderError",
-    "credprov_acr.identity_bindings.IdentityBindingsError": "pending (sdk): a ProviderError",
-    "credprov_dockerhelper.docker_helper.HelperError": "pending (sdk)",
-    "credprov_dockerhelper.provider.HelperFailure": "pending (sdk)",
-    "credprov_ecr._aws.MalformedResponse": "pending (sdk)",
-    "credprov_ecr.registry.ImageReferenceError": "pending (sdk)",
-    "credprov_gcp._http.HttpFailure": "pending (sdk): a ProviderError",
-    "credprov_gcp.errors.GCPError": "pending (sdk): a ProviderError",
-    "credprov_static.config.ConfigError": "pending (sdk): a ProviderError",
 }
 
 # Run in a child process: importing every module (the CLI's, the plugins', the CRI stubs)
@@ -271,7 +259,6 @@ LONG_FUNCTION_ALLOWLIST: dict[str, str] = {
     "credprov/kubelet/scenario.py:load_scenario": "pending (kube)",
     "credprov/nodeauth/audit.py:audit": "pending (doc)",
     "credprov/pullmanager/manager.py:ImagePullManager._must_attempt": "pending (kube)",
-    "credprov/sdk/_runtime.py:run": "pending (sdk)",
     "plugins/credprov_acr/identity_bindings.py:get_token": "pending (sdk)",
 }
 
