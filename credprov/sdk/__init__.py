@@ -63,6 +63,7 @@ _LAZY = {
             "SECOND",
             "MINUTE",
             "HOUR",
+    "LAZY_MODULES",
         )
     },
     # the Go release the kubelet was built with (what url.Parse accepts depends on it)
@@ -99,6 +100,9 @@ _LAZY = {
     "secret_data": (_KEYRING, "_secret_bytes"),
 }
 
+#: The modules those names come from (bundlers must ship them: importlib hides them).
+LAZY_MODULES = tuple(sorted({module for module, _ in _LAZY.values()}))
+
 __all__ = [
     "DOCKERCFG_KEY",
     "DOCKERCFG_TYPE",
@@ -109,6 +113,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "HOUR",
+    "LAZY_MODULES",
     "MICROSECOND",
     "MILLISECOND",
     "MINUTE",
