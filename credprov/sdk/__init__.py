@@ -63,7 +63,6 @@ _LAZY = {
             "SECOND",
             "MINUTE",
             "HOUR",
-    "LAZY_MODULES",
         )
     },
     # the Go release the kubelet was built with (what url.Parse accepts depends on it)

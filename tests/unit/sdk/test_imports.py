@@ -117,3 +117,7 @@ def test_every_lazy_name_resolves(name: str) -> None:
 
 def test_every_lazy_name_is_public() -> None:
     assert set(credprov.sdk._LAZY) <= set(credprov.sdk.__all__)
+
+
+def test_public_names_are_listed_once() -> None:
+    assert len(set(credprov.sdk.__all__)) == len(credprov.sdk.__all__)
