@@ -72,5 +72,11 @@ class PullManagerError(CredprovError):
     """KEP-2535 pull records and policies (:mod:`credprov.pullmanager`)."""
 
 
+class PluginSDKError(CredprovError):
+    """The plugin SDK (:mod:`credprov.sdk`): a plugin's refusal, a bad command line or
+    request, an unusable answer cache. Plugins' own errors derive from the SDK's
+    :class:`credprov.sdk.ProviderError`."""
+
+
 class NodeAccessError(CredprovError):
     """The node's access to the API server (:mod:`credprov.nodeauth`)."""

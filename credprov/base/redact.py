@@ -13,7 +13,9 @@ Two mechanisms, used in this order of preference:
    escaping, ``\\/``, ``\\uXXXX`` for every non-ASCII character). A value shorter than
    :data:`MIN_SCRUB_LENGTH` is not scrubbed, because replacing a one-character password
    would garble every word that contains it; that choice is logged at debug level (``-v 4``)
-   without the value.
+   without the value. :class:`Redactor` is the one implementation, with one minimum, for
+   every caller: the engine and the doctor, the CRI client, the plugin SDK and the plugins
+   (which get it as ``credprov.sdk.Redactor``).
 
 :func:`terminal_safe` is the one sanitiser for text that reaches a terminal: it escapes control
 characters, escape sequences and bidirectional controls, so a plugin's output or a node's

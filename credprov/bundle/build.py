@@ -52,6 +52,7 @@ from pathlib import Path
 from credprov.bundle._multicall import PLUGINS, RUNTIME_NAME, TOOLS
 from credprov.bundle.layout import BUNDLE_DIR, BundleError, go_arch
 from credprov.bundle.tarball import open_bundle
+from credprov.sdk import LAZY_MODULES
 from credprov.version import __version__
 
 #: Plugin name → the top-level packages it needs beyond credprov and its plugin package.
@@ -140,6 +141,9 @@ def _needs_module(module: str) -> bool:
 def _spec_text(entry: Path, plugins: Sequence[str], workdir: Path) -> str:
     packages = sorted({p for n in plugins for p in PLUGIN_PACKAGES[n]})
     tools = sorted({entry.partition(":")[0] for entry in TOOLS.values()})
+    # credprov.sdk exports names loaded by importlib on first use (PEP 562), which
+    # PyInstaller's analysis cannot follow: their modules are listed here.
+    tools += LAZY_MODULES
     pathex = sorted({_package_root("credprov"), *(_package_root(p) for p in packages)})
     excludes = list(EXCLUDES)
     # A plugin's cloud SDK only when that plugin is bundled.

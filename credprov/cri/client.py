@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from credprov.base.redact import Redactor
 from credprov.credentialprovider.keyring import TrackedAuthConfig
 from credprov.errors import CredprovError
 from credprov.pullmanager.interfaces import PullError, RuntimeImage
@@ -174,10 +175,7 @@ def _secrets_of(auth: TrackedAuthConfig | None) -> list[str]:
 
 
 def _scrub(message: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        if secret:
-            message = message.replace(secret, "<redacted>")
-    return _one_line(message)
+    return _one_line(Redactor(secrets)(message))
 
 
 def format_grpc_error(code: str, details: str) -> str:

@@ -13,33 +13,202 @@ Example (``my_plugin.py``)::
 The SDK decodes the request strictly, answers in the apiVersion it was asked in, encodes
 byte-for-byte like the kubelet's serializer, keeps secrets out of every message, and (with
 ``cache=True``) answers repeat requests from a persistent cache without importing the
-handler's module. This package imports only the standard library: keep it that way.
+handler's module. Command lines are read as upstream plugins read theirs
+(:mod:`credprov.sdk.flags`: pflag's rules, klog's ``-v``).
+
+It is also the one toolkit plugins import (besides ``credprov.version``): Go durations
+(``parse_duration``, ``format_duration``, ``DurationError``, ``SECOND``, ``HOUR``...) and
+``go_quote``; ``use_go`` (the kubelet's Go release); ``CredprovError``; ``Clock``/``RealClock``; ``read_file`` (bounded, refuses FIFOs and devices);
+the ``Redactor``; and the kubelet's image and matching helpers (``parse_image_name``,
+``urls_match_str``, ``parse_url``, docker-config keyring helpers). Those names load on first
+use (PEP 562), so ``import credprov.sdk`` imports only the standard library and
+credprov's stdlib-only foundation (``credprov.errors``, ``credprov.base``, ``credprov._go``):
+keep it that way, a plugin's warm path runs through here.
 """
 
+from credprov.errors import CredprovError
+from credprov.sdk._errors import ProviderError, UsageError
 from credprov.sdk._runtime import (
     EXIT_ERROR,
     EXIT_INTERNAL,
     EXIT_OK,
     EXIT_USAGE,
     Context,
-    Option,
-    PluginError,
-    ProviderError,
     Response,
     run,
 )
 from credprov.sdk._wire import Request
+from credprov.sdk.flags import FlagError, Option, go_quote
+
+# typing costs start-up time; mypy reads this name as typing's.
+TYPE_CHECKING = False
+
+_DURATIONS = "credprov._go.durations"
+_IMAGES = "credprov.credentialprovider.images"
+_MATCHING = "credprov.credentialprovider.matching"
+_KEYRING = "credprov.credentialprovider.keyring"
+
+#: public name -> (module, name there), loaded on first use
+_LAZY = {
+    # Go's time.Duration (int nanoseconds)
+    **{
+        name: (_DURATIONS, name)
+        for name in (
+            "DurationError",
+            "format_duration",
+            "parse_duration",
+            "NANOSECOND",
+            "MICROSECOND",
+            "MILLISECOND",
+            "SECOND",
+            "MINUTE",
+            "HOUR",
+        )
+    },
+    # the Go release the kubelet was built with (what url.Parse accepts depends on it)
+    "use_go": ("credprov._go.version", "use_go"),
+    # an injectable clock
+    "Clock": ("credprov.base.clock", "Clock"),
+    "RealClock": ("credprov.base.clock", "RealClock"),
+    # bounded reads of regular files
+    "read_file": ("credprov.base.fileio", "read_bounded"),
+    "FileTooLargeError": ("credprov.base.fileio", "FileTooLargeError"),
+    "NotRegularFileError": ("credprov.base.fileio", "NotRegularFileError"),
+    # the one scrubber
+    "Redactor": ("credprov.base.redact", "Redactor"),
+    "REDACTED": ("credprov.base.redact", "REDACTED"),
+    # image names and matchImages, as the kubelet reads them
+    "InvalidImageError": (_IMAGES, "InvalidImageError"),
+    "parse_image_name": (_IMAGES, "parse_image_name"),
+    "is_default_registry_match": (_IMAGES, "is_default_registry_match"),
+    "urls_match_str": (_MATCHING, "urls_match_str"),
+    "GoURLError": (_MATCHING, "GoURLError"),
+    "parse_url": (_MATCHING, "parse_url"),
+    "MatchPatternError": (_MATCHING, "MatchPatternError"),
+    "filepath_match": (_MATCHING, "filepath_match"),
+    "parse_schemeless_url": (_MATCHING, "parse_schemeless_url"),
+    "split_url": (_MATCHING, "split_url"),
+    # docker config.json and pull Secrets, as the kubelet's keyring reads them
+    "DOCKER_CONFIG_JSON_KEY": (_KEYRING, "DOCKER_CONFIG_JSON_KEY"),
+    "DOCKER_CONFIG_JSON_TYPE": (_KEYRING, "DOCKER_CONFIG_JSON_TYPE"),
+    "DOCKERCFG_KEY": (_KEYRING, "DOCKERCFG_KEY"),
+    "DOCKERCFG_TYPE": (_KEYRING, "DOCKERCFG_TYPE"),
+    "KeyringError": (_KEYRING, "KeyringError"),
+    "normalize_key": (_KEYRING, "normalize_key"),
+    "docker_config_entry_fields": (_KEYRING, "_entry_fields"),
+    "secret_data": (_KEYRING, "_secret_bytes"),
+}
+
+#: The modules those names come from (bundlers must ship them: importlib hides them).
+LAZY_MODULES = tuple(sorted({module for module, _ in _LAZY.values()}))
 
 __all__ = [
+    "DOCKERCFG_KEY",
+    "DOCKERCFG_TYPE",
+    "DOCKER_CONFIG_JSON_KEY",
+    "DOCKER_CONFIG_JSON_TYPE",
     "EXIT_ERROR",
     "EXIT_INTERNAL",
     "EXIT_OK",
     "EXIT_USAGE",
+    "HOUR",
+    "LAZY_MODULES",
+    "MICROSECOND",
+    "MILLISECOND",
+    "MINUTE",
+    "NANOSECOND",
+    "REDACTED",
+    "SECOND",
+    "Clock",
     "Context",
+    "CredprovError",
+    "DurationError",
+    "FileTooLargeError",
+    "FlagError",
+    "GoURLError",
+    "InvalidImageError",
+    "KeyringError",
+    "MatchPatternError",
+    "NotRegularFileError",
     "Option",
-    "PluginError",
     "ProviderError",
+    "RealClock",
+    "Redactor",
     "Request",
     "Response",
+    "UsageError",
+    "docker_config_entry_fields",
+    "filepath_match",
+    "format_duration",
+    "go_quote",
+    "is_default_registry_match",
+    "normalize_key",
+    "parse_duration",
+    "parse_image_name",
+    "parse_schemeless_url",
+    "parse_url",
+    "read_file",
     "run",
+    "secret_data",
+    "split_url",
+    "urls_match_str",
+    "use_go",
 ]
+
+
+def __getattr__(name: str) -> object:
+    entry = _LAZY.get(name)
+    if entry is None:
+        raise AttributeError(f"module 'credprov.sdk' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(entry[0]), entry[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:
+    from credprov._go.durations import (
+        HOUR,
+        MICROSECOND,
+        MILLISECOND,
+        MINUTE,
+        NANOSECOND,
+        SECOND,
+        DurationError,
+        format_duration,
+        parse_duration,
+    )
+    from credprov._go.version import use_go
+    from credprov.base.clock import Clock, RealClock
+    from credprov.base.fileio import FileTooLargeError, NotRegularFileError
+    from credprov.base.fileio import read_bounded as read_file
+    from credprov.base.redact import REDACTED, Redactor
+    from credprov.credentialprovider.images import (
+        InvalidImageError,
+        is_default_registry_match,
+        parse_image_name,
+    )
+    from credprov.credentialprovider.keyring import (
+        DOCKER_CONFIG_JSON_KEY,
+        DOCKER_CONFIG_JSON_TYPE,
+        DOCKERCFG_KEY,
+        DOCKERCFG_TYPE,
+        KeyringError,
+        normalize_key,
+    )
+    from credprov.credentialprovider.keyring import _entry_fields as docker_config_entry_fields
+    from credprov.credentialprovider.keyring import _secret_bytes as secret_data
+    from credprov.credentialprovider.matching import (
+        GoURLError,
+        MatchPatternError,
+        filepath_match,
+        parse_schemeless_url,
+        parse_url,
+        split_url,
+        urls_match_str,
+    )

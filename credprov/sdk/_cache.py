@@ -19,6 +19,8 @@ import os
 import stat
 import time
 
+from credprov.errors import PluginSDKError
+
 # typing costs ~10 ms of start-up (re, enum, contextlib) on a plugin's warm path; the
 # annotations need it only for type checkers (mypy reads this name as typing's).
 TYPE_CHECKING = False
@@ -43,7 +45,7 @@ MIN_REMAINING_SECONDS = 1.0
 MAX_ENTRY_BYTES = 1024 * 1024
 
 
-class CacheUnavailable(Exception):
+class CacheUnavailable(PluginSDKError):
     """The cache directory is unsafe or cannot be created; the plugin runs uncached."""
 
 
@@ -151,6 +153,8 @@ class ResponseCache:
 
     @staticmethod
     def key_for(cache_key_type: str, image: str, identity: str) -> str:
+        """The entry key of an answer: its cacheKeyType, what that type keys on (the image,
+        its registry, or nothing) and the service-account identity, as one JSON string."""
         base = {"Image": image, "Registry": image.split("/")[0], "Global": ""}[cache_key_type]
         return json.dumps([cache_key_type, base, identity])
 

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import sys
 
+from credprov.sdk import flags
+from credprov.sdk._errors import ProviderError, UsageError
 from credprov.sdk._wire import CACHE_KEY_TYPES, Request, RequestError, encode_response
+from credprov.sdk.flags import VERBOSITY, FlagError, Option
 
 # typing costs ~10 ms of start-up (re, enum, contextlib) on a plugin's warm path; the
 # annotations need it only for type checkers (mypy reads this name as typing's).
@@ -24,32 +27,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
+    from credprov.sdk._cache import ResponseCache
+
     Handler = Callable[["Request", "Context"], "Response"]
 
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
-
-_REDACTED = "<redacted>"
-
-
-class ProviderError(Exception):
-    """Raise from a handler to fail the request with this message (exit 1).
-
-    Any occurrence of the request's token or of a password the handler produced is
-    redacted before printing, but do not put secrets in messages on purpose. (The engine
-    side has its own :class:`credprov.credentialprovider.plugin.exec.PluginError`, for a plugin that failed
-    as the kubelet sees it; this one is the plugin's own refusal.)
-    """
-
-
-#: The SDK's earlier name for :class:`ProviderError`, kept so existing plugins keep working.
-PluginError = ProviderError
-
-
-class UsageError(Exception):
-    """Bad command-line arguments (exit 2)."""
 
 
 class Response:
@@ -75,18 +60,6 @@ class Response:
         self.auth = dict(auth or {})
         self.cache_key_type = cache_key_type
         self.cache_duration = cache_duration
-
-
-class Option:
-    """A plugin option (``--name VALUE``, ``--name=VALUE``, or ``--name`` for flags)."""
-
-    __slots__ = ("default", "flag", "help", "name")
-
-    def __init__(self, name: str, default: Any = None, help: str = "", flag: bool = False):
-        self.name = name
-        self.default = default
-        self.help = help
-        self.flag = flag
 
 
 class Context:
@@ -151,65 +124,48 @@ def _auth_pairs(auth: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
 
 
 def _scrub(message: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            message = message.replace(secret, _REDACTED)
-    return " ".join(message.split())  # one line
+    from credprov.base.redact import Redactor  # the error path only
+
+    return " ".join(Redactor(secrets)(message).split())  # one line
+
+
+#: The options every plugin has (besides its own): klog's ``-v``, ``--help``, ``--version``
+#: and ``--clear-cache``.
+BUILTIN_OPTIONS = (
+    VERBOSITY,
+    Option("help", False, "print this help and exit", flag=True, shorthand="h"),
+    Option("version", False, "print the version and exit", flag=True),
+    Option("clear-cache", False, "remove this plugin's cached answers and exit", flag=True),
+)
+_ACTIONS = ("help", "version", "clear-cache")
 
 
 def parse_args(
-    argv: Sequence[str], options: Sequence[Option]
+    argv: Sequence[str], options: Sequence[Option], *, name: str = "", allow_args: bool = False
 ) -> tuple[dict[str, Any], int, set[str]]:
-    """Parse ``argv`` into (options, verbosity, actions) without argparse (start-up cost).
+    """Parse ``argv`` into (the plugin's options, verbosity, actions), pflag's way
+    (:func:`credprov.sdk.flags.parse`).
+
+    Args:
+        allow_args: ignore arguments that are not options (cobra's ``ArbitraryArgs``);
+            by default one is refused as cobra refuses an unknown command.
 
     Raises:
-        UsageError: unknown option or missing value.
+        FlagError: unknown option, missing or invalid value, or an argument.
     """
-    by_name = {o.name: o for o in options}
-    values = {o.name: o.default for o in options}
-    verbosity = 0
-    actions: set[str] = set()
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        i += 1
-        if arg in ("--version", "--help", "-h", "--clear-cache"):
-            actions.add("help" if arg == "-h" else arg[2:])
-            continue
-        name, eq, inline = arg.partition("=")
-        if name in ("-v", "--v") or (arg.startswith("-v") and arg[2:].isdigit()):
-            raw = inline if eq else (arg[2:] if arg[2:].isdigit() else None)
-            if raw is None:
-                if i >= len(argv):
-                    raise UsageError(f"{name} needs a number")
-                raw = argv[i]
-                i += 1
-            if not raw.isdigit():
-                raise UsageError(f"invalid verbosity {raw!r}")
-            verbosity = int(raw)
-            continue
-        if not name.startswith("--") or name[2:] not in by_name:
-            raise UsageError(f"unknown argument {name!r}")
-        opt = by_name[name[2:]]
-        if opt.flag:
-            if eq:
-                if inline.lower() not in ("true", "false", "1", "0"):
-                    raise UsageError(f"--{opt.name} takes true or false")
-                values[opt.name] = inline.lower() in ("true", "1")
-            else:
-                values[opt.name] = True
-            continue
-        if eq:
-            values[opt.name] = inline
-        elif i < len(argv):
-            values[opt.name] = argv[i]
-            i += 1
-        else:
-            raise UsageError(f"--{opt.name} needs a value")
+    parsed = flags.parse(argv, (*BUILTIN_OPTIONS, *options))
+    if parsed.positional and not allow_args:
+        from credprov._go.fmt import go_quote
+
+        raise FlagError(f"unknown command {go_quote(parsed.positional[0])} for {go_quote(name)}")
+    values = parsed.values
+    actions = {a for a in _ACTIONS if values.pop(a)}
+    verbosity = max(values.pop(VERBOSITY.name), 0)
     return values, verbosity, actions
 
 
 def _usage(name: str, description: str, options: Sequence[Option]) -> str:
+    options = [o for o in options if not o.hidden]
     lines = [
         f"usage: {name} [--version] [-v N] [--clear-cache] "
         + " ".join(f"[--{o.name}{'' if o.flag else ' VALUE'}]" for o in options),
@@ -260,6 +216,7 @@ def run(
     stderr: Any = None,
     clock: Callable[[], float] | None = None,
     empty_image_error: str | None = None,
+    allow_args: bool = False,
 ) -> int:
     """Run a plugin once; returns the exit code (call ``sys.exit(run(...))``).
 
@@ -276,25 +233,19 @@ def run(
             upstream ECR's ``image in plugin request was empty``), printed as
             ``<name>: <text>`` with exit 1 once the rest of the request decoded; by
             default the SDK's ``invalid request: request has an empty image``.
-
-    (Over 80 lines on purpose: it is a plugin's whole run (options, cache, request, handler,
-    answer) in the order the exit codes document, kept in one place because it is on every
-    plugin's warm path.)
+        allow_args: ignore command-line arguments that are not options (upstream ECR's
+            cobra command does); by default they are refused (exit 2).
     """
     argv = sys.argv[1:] if argv is None else argv
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout.buffer
     stderr = stderr if stderr is not None else sys.stderr
-
-    def fail(code: int, message: str) -> int:
-        stderr.write(f"{name}: {message}\n")
-        stderr.flush()
-        return code
+    plugin = _Plugin(name, stdout, stderr)
 
     try:
-        values, verbosity, actions = parse_args(argv, options)
+        values, verbosity, actions = parse_args(argv, options, name=name, allow_args=allow_args)
     except UsageError as exc:
-        return fail(EXIT_USAGE, f"{exc} (see --help)")
+        return plugin.fail(EXIT_USAGE, f"{exc} (see --help)")
     if "help" in actions:
         stdout.write(_usage(name, description, options).encode("utf-8"))
         return EXIT_OK
@@ -307,30 +258,15 @@ def run(
 
     response_cache = None
     if cache:
-        from credprov.sdk._cache import ResponseCache, default_cache_dir
-
-        response_cache = ResponseCache(
-            cache_dir or default_cache_dir(name),
-            # The plugin's options scope its answers; verbosity and actions do not.
-            scope=repr(sorted(values.items())),
-            **({"clock": clock} if clock else {}),
-        )
+        response_cache = _open_cache(cache_dir or "", ctx, clock)
         if "clear-cache" in actions:
             removed = response_cache.clear()
             ctx.log(1, f"removed {removed} cached answer(s)")
             return EXIT_OK
 
-    try:
-        from credprov.sdk._wire import parse_request
-
-        request = parse_request(
-            stdin.read(4 * 1024 * 1024), allow_empty_image=empty_image_error is not None
-        )
-    except RequestError as exc:
-        return fail(EXIT_ERROR, f"invalid request: {exc}")
-    if not request.image and empty_image_error is not None:
-        return fail(EXIT_ERROR, empty_image_error)
-    secrets = [request.service_account_token]
+    request = plugin.read_request(stdin, empty_image_error)
+    if isinstance(request, int):
+        return request
 
     identity = ""
     if response_cache is not None:
@@ -339,52 +275,117 @@ def run(
         identity = service_account_identity(
             request.service_account_token, request.service_account_annotations, cache_identity
         )
-        entry = response_cache.get(request.image, identity)
-        if entry is not None:
-            ctx.log(2, f"answered {request.image} from the plugin cache")
-            auth = {k: (v[0], v[1]) for k, v in entry["auth"].items()}
-            stdout.write(
-                encode_response(
-                    request.api_version,
-                    entry["cacheKeyType"],
-                    _seconds_to_go(int(entry["remaining"])),
-                    auth,
-                )
-            )
-            stdout.flush()
+        if plugin.answer_from_cache(response_cache, request, identity, ctx):
             return EXIT_OK
+    return plugin.answer(handler, request, ctx, response_cache, identity)
 
-    auth_pairs: dict[str, tuple[str, str]] = {}
-    try:
-        fn = _load_handler(handler)
-        result = fn(request, ctx)
-        if not isinstance(result, Response):
-            raise ProviderError("handler did not return a credprov.sdk.Response")
-        auth_pairs = _auth_pairs(result.auth)
-        secrets.extend(p for _, p in auth_pairs.values())
-        if result.cache_key_type not in CACHE_KEY_TYPES:
-            raise ProviderError(
-                f"handler returned an invalid cacheKeyType {result.cache_key_type!r}"
-            )
-        wire_duration, seconds = _duration_seconds(result.cache_duration)
-    except ProviderError as exc:
-        return fail(EXIT_ERROR, _scrub(str(exc), secrets))
-    except KeyboardInterrupt:
-        return fail(130, "interrupted")
-    except Exception as exc:
-        if verbosity >= 4:
-            import traceback
 
-            stderr.write(_scrub(traceback.format_exc(), secrets) + "\n")
-        return fail(EXIT_INTERNAL, f"internal error ({type(exc).__name__}); rerun with -v 4")
+def _open_cache(cache_dir: str, ctx: Context, clock: Callable[[], float] | None) -> ResponseCache:
+    """The plugin's answer cache (default directory: :func:`~credprov.sdk._cache.
+    default_cache_dir`), scoped by its options: verbosity and actions do not scope it."""
+    from credprov.sdk._cache import ResponseCache, default_cache_dir
 
-    stdout.write(
-        encode_response(request.api_version, result.cache_key_type, wire_duration, auth_pairs)
+    return ResponseCache(
+        cache_dir or default_cache_dir(ctx.name),
+        scope=repr(sorted(ctx.options.items())),
+        **({"clock": clock} if clock else {}),
     )
-    stdout.flush()
-    if response_cache is not None and seconds is not None and seconds > 0:
-        stored = response_cache.put(
-            result.cache_key_type, request.image, identity, auth_pairs, seconds
+
+
+class _Plugin:
+    """One run's output: failures on stderr, answers on stdout (from the handler or the
+    cache). ``run`` drives it in the order its exit codes document."""
+
+    def __init__(self, name: str, stdout: Any, stderr: Any) -> None:
+        self.name = name
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def fail(self, code: int, message: str) -> int:
+        """Print ``<name>: <message>`` on stderr; returns ``code``."""
+        self.stderr.write(f"{self.name}: {message}\n")
+        self.stderr.flush()
+        return code
+
+    def read_request(self, stdin: Any, empty_image_error: str | None) -> Request | int:
+        """The request on ``stdin``, or the exit code of its refusal (printed)."""
+        from credprov.sdk._wire import parse_request
+
+        try:
+            request = parse_request(
+                stdin.read(4 * 1024 * 1024), allow_empty_image=empty_image_error is not None
+            )
+        except RequestError as exc:
+            return self.fail(EXIT_ERROR, f"invalid request: {exc}")
+        if not request.image and empty_image_error is not None:
+            return self.fail(EXIT_ERROR, empty_image_error)
+        return request
+
+    def answer_from_cache(
+        self, response_cache: ResponseCache, request: Request, identity: str, ctx: Context
+    ) -> bool:
+        """Write the cached answer for ``request`` if there is one; whether there was."""
+        entry = response_cache.get(request.image, identity)
+        if entry is None:
+            return False
+        ctx.log(2, f"answered {request.image} from the plugin cache")
+        auth = {k: (v[0], v[1]) for k, v in entry["auth"].items()}
+        self.stdout.write(
+            encode_response(
+                request.api_version,
+                entry["cacheKeyType"],
+                _seconds_to_go(int(entry["remaining"])),
+                auth,
+            )
         )
-        ctx.log(2, f"{'cached' if stored else 'could not cache'} the answer for {request.image}")
-    return EXIT_OK
+        self.stdout.flush()
+        return True
+
+    def answer(
+        self,
+        handler: Handler | str,
+        request: Request,
+        ctx: Context,
+        response_cache: ResponseCache | None,
+        identity: str,
+    ) -> int:
+        """Call the handler, write its answer (and cache it); the exit code."""
+        secrets = [request.service_account_token]
+        auth_pairs: dict[str, tuple[str, str]] = {}
+        try:
+            fn = _load_handler(handler)
+            result = fn(request, ctx)
+            if not isinstance(result, Response):
+                raise ProviderError("handler did not return a credprov.sdk.Response")
+            auth_pairs = _auth_pairs(result.auth)
+            secrets.extend(p for _, p in auth_pairs.values())
+            if result.cache_key_type not in CACHE_KEY_TYPES:
+                raise ProviderError(
+                    f"handler returned an invalid cacheKeyType {result.cache_key_type!r}"
+                )
+            wire_duration, seconds = _duration_seconds(result.cache_duration)
+        except ProviderError as exc:
+            return self.fail(EXIT_ERROR, _scrub(str(exc), secrets))
+        except KeyboardInterrupt:
+            return self.fail(130, "interrupted")
+        except Exception as exc:
+            if ctx.verbosity >= 4:
+                import traceback
+
+                self.stderr.write(_scrub(traceback.format_exc(), secrets) + "\n")
+            return self.fail(
+                EXIT_INTERNAL, f"internal error ({type(exc).__name__}); rerun with -v 4"
+            )
+
+        self.stdout.write(
+            encode_response(request.api_version, result.cache_key_type, wire_duration, auth_pairs)
+        )
+        self.stdout.flush()
+        if response_cache is not None and seconds is not None and seconds > 0:
+            stored = response_cache.put(
+                result.cache_key_type, request.image, identity, auth_pairs, seconds
+            )
+            ctx.log(
+                2, f"{'cached' if stored else 'could not cache'} the answer for {request.image}"
+            )
+        return EXIT_OK

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 
+from credprov.errors import PluginSDKError
+
 # typing costs ~10 ms of start-up (re, enum, contextlib) on a plugin's warm path; the
 # annotations need it only for type checkers (mypy reads this name as typing's).
 TYPE_CHECKING = False
@@ -30,7 +32,7 @@ CACHE_KEY_TYPES = ("Image", "Registry", "Global")
 _OLD_FIELDS = frozenset(("kind", "apiVersion", "image"))
 
 
-class RequestError(ValueError):
+class RequestError(PluginSDKError, ValueError):
     """A request the plugin must refuse; ``str()`` is one line and quotes no secret."""
 
 

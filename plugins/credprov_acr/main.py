@@ -1,6 +1,7 @@
 """Entry point of ``acr-credential-provider`` (kept tiny: the warm path runs through it).
 
-It accepts upstream's command line (cobra/pflag style) and hands the SDK a canonical one:
+It reads upstream's command line with the SDK's pflag parser (:mod:`credprov.sdk.flags`)
+and hands :func:`credprov.sdk.run` a canonical one:
 
 * the ``azure.json`` path, upstream's single positional argument, becomes
   ``--azure-config PATH``, and the file's identity (size, mtime, inode; and those of
@@ -23,7 +24,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from credprov.sdk import Option, run
+from credprov.sdk import flags, run
+from credprov.sdk.flags import KLOG_COMPONENT_FLAGS, VERBOSITY, Option
 
 NAME = "acr-credential-provider"
 HANDLER = "credprov_acr.plugin:provide"
@@ -39,37 +41,21 @@ OPTIONS = [
     Option("ib-apiserver-ip", default="", help="identity bindings: the address to connect to"),
 ]
 
-_VALUE_FLAGS = {
-    "--registry-mirror": "registry-mirror",
-    "-r": "registry-mirror",
-    "--ib-sni-name": "ib-sni-name",
-    "--ib-default-client-id": "ib-default-client-id",
-    "--ib-default-tenant-id": "ib-default-tenant-id",
-    "--ib-apiserver-ip": "ib-apiserver-ip",
-}
-_KLOG_VALUE_FLAGS = frozenset(
-    (
-        "--vmodule",
-        "--log-flush-frequency",
-        "--log-dir",
-        "--log-file",
-        "--log-file-max-size",
-        "--log-backtrace-at",
-        "--stderrthreshold",
-        "--logging-format",
-    )
+#: Upstream's command line, declared once: its flags, component-base's klog flags, and
+#: credprov's ``--clear-cache``.
+FLAGS = (
+    Option("registry-mirror", "", shorthand="r"),
+    Option("ib-sni-name", ""),
+    Option("ib-default-client-id", ""),
+    Option("ib-default-tenant-id", ""),
+    Option("ib-apiserver-ip", ""),
+    Option("help", False, flag=True, shorthand="h"),
+    Option("version", False, flag=True),
+    Option("clear-cache", False, flag=True),
+    VERBOSITY,
+    *KLOG_COMPONENT_FLAGS,
 )
-_KLOG_BOOL_FLAGS = frozenset(
-    (
-        "--logtostderr",
-        "--alsologtostderr",
-        "--add-dir-header",
-        "--one-output",
-        "--skip-headers",
-        "--skip-log-headers",
-    )
-)
-_ACTIONS = {"--help": "--help", "-h": "--help", "--version": "--version"}
+_VALUE_FLAGS = tuple(o.name for o in FLAGS[:5])
 
 USAGE = f"""\
 usage: {NAME} <azure.json> [--registry-mirror SRC:DST[,SRC:DST...]] [-v N]
@@ -92,7 +78,7 @@ a CredentialProviderResponse in the same apiVersion on stdout.
 """
 
 
-class ArgumentError(Exception):
+class ArgumentError(flags.FlagError):
     """A bad command line; ``str()`` is the one-line message."""
 
 
@@ -120,51 +106,16 @@ def normalize_argv(argv: Sequence[str]) -> list[str]:
         ArgumentError: unknown flag, missing value, not exactly one config file, or
             identity-bindings flags that do not go together.
     """
-    positional: list[str] = []
-    values: dict[str, str] = {}
-    out: list[str] = []
-    i = 0
-    only_positional = False
-    while i < len(argv):
-        arg = argv[i]
-        i += 1
-        if only_positional or arg == "-" or not arg.startswith("-"):
-            positional.append(arg)
-            continue
-        if arg == "--":
-            only_positional = True
-            continue
-        if arg in _ACTIONS:
-            out.append(_ACTIONS[arg])
-            continue
-        if arg == "--clear-cache":
-            out.append(arg)
-            continue
-        name, eq, value = arg.partition("=")
-        if not eq and not name.startswith("--") and len(name) > 2:
-            name, eq, value = name[:2], "=", name[2:]  # -rVALUE, -v4
-        if name in _VALUE_FLAGS or name in ("-v", "--v") or name in _KLOG_VALUE_FLAGS:
-            if not eq:
-                if i >= len(argv):
-                    raise ArgumentError(f"flag needs an argument: {name}")
-                value = argv[i]
-                i += 1
-            if name in ("-v", "--v"):
-                if not value.isdigit():
-                    raise ArgumentError(f'invalid argument "{value}" for "-v, --v" flag')
-                out.append(f"--v={value}")
-            elif name in _VALUE_FLAGS:
-                values[_VALUE_FLAGS[name]] = value
-            continue
-        if name in _KLOG_BOOL_FLAGS:
-            if eq and value.lower() not in ("true", "false", "1", "0", "t", "f"):
-                raise ArgumentError(f'invalid argument "{value}" for "{name}" flag')
-            continue
-        if name.startswith("--"):
-            raise ArgumentError(f"unknown flag: {name}")
-        raise ArgumentError(f"unknown shorthand flag: {name[1:2]!r} in {arg}")
-
-    if "--help" in out or "--version" in out:
+    try:
+        parsed = flags.parse(argv, FLAGS)
+    except flags.FlagError as exc:
+        raise ArgumentError(str(exc)) from None
+    given = parsed.values
+    out = [f"--v={given['v']}"] if "v" in parsed.given else []
+    out += [f"--{action}" for action in ("help", "version", "clear-cache") if given[action]]
+    values = {name: given[name] for name in _VALUE_FLAGS if name in parsed.given}
+    positional = parsed.positional
+    if given["help"] or given["version"]:
         return out
     _check_identity_bindings(values)
     if not positional:

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from credprov.sdk import Context, ProviderError, Request, Response
+from credprov.sdk import Context, ProviderError, Redactor, Request, Response
 from credprov_acr import _http
 from credprov_acr.cloud import Environment
 from credprov_acr.config import AzureConfig
@@ -87,24 +87,20 @@ class _Secrets:
     """Every secret the handler has seen, to scrub from messages."""
 
     def __init__(self) -> None:
-        self.values: list[str] = []
+        self.redactor = Redactor()
 
     def add(self, value: str) -> str:
         """Remember ``value`` (and, for a JWT, its payload and signature on their own, in
         case a server quotes only part of it); returns it."""
         parts = value.split(".") if value.count(".") == 2 else []
         for part in [value, *(p for p in parts if len(p) >= 16)]:
-            if len(part) >= 4 and part not in self.values:
-                self.values.append(part)
-        self.values.sort(key=len, reverse=True)  # whole tokens before their parts
+            self.redactor.add(part)
         return value
 
     def scrub(self, message: str) -> str:
         """``message`` without any remembered secret, then shortened to one line of at most
         :data:`MAX_MESSAGE` characters."""
-        for value in self.values:
-            message = message.replace(value, "<redacted>")
-        message = " ".join(message.split())
+        message = " ".join(self.redactor(message).split())
         return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 3] + "..."
 
 

@@ -28,6 +28,11 @@ Configuration (environment):
 Errors are one line on stderr (and, when stdout is not a terminal, on stdout too, because
 docker and containers/image only show a failed helper's stdout), never a traceback and
 never a secret.
+
+This module is the engine-side bridge, not a plugin: it runs the kubelet engine
+(:mod:`credprov.credentialprovider`) as a docker credential helper, so it imports the
+library itself. It is the one plugin module allowed to (the others import only
+:mod:`credprov.sdk` and :mod:`credprov.version`; ``tests/unit/plugins`` checks it).
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
+
+from credprov.errors import CredprovError
 
 NAME = "docker-credential-credprov"
 DEFAULT_CONFIG = "/etc/kubernetes/credential-provider-config.yaml"
@@ -83,7 +90,7 @@ environment:
 """
 
 
-class HelperError(Exception):
+class HelperError(CredprovError):
     """Fail ``get`` with this one-line message (never a secret)."""
 
 

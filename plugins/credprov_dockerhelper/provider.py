@@ -25,7 +25,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from credprov.sdk import Context, ProviderError, Request, Response
+from credprov.sdk import Context, CredprovError, ProviderError, Redactor, Request, Response
 
 #: What the helper protocol prints (on stdout, with exit 1) when it has nothing stored.
 NOT_FOUND_TEXT = "credentials not found"
@@ -51,7 +51,7 @@ class HelperOutput:
     stderr: bytes
 
 
-class HelperFailure(Exception):
+class HelperFailure(CredprovError):
     """The helper could not be run to completion (start failure, timeout, too much output)."""
 
 
@@ -166,9 +166,7 @@ def _stderr_quote(stderr: bytes, secrets: list[str]) -> str:
     """The first line of the helper's stderr, shortened, with any known secret removed."""
     text = stderr.decode("utf-8", "replace").strip()
     line = text.splitlines()[0] if text else ""
-    for secret in secrets:
-        if secret:
-            line = line.replace(secret, "<redacted>")
+    line = Redactor(secrets)(line)
     if len(line) > _STDERR_QUOTE_CHARS:
         line = line[:_STDERR_QUOTE_CHARS] + "..."
     return f": {line}" if line else ""
@@ -205,7 +203,7 @@ def parse_helper_output(stdout: bytes) -> tuple[str, str]:
 
 
 def _parse_timeout(value: object) -> float:
-    from credprov._go.durations import SECOND, DurationError, parse_duration
+    from credprov.sdk import SECOND, DurationError, parse_duration
 
     try:
         ns = parse_duration(str(value))
@@ -221,7 +219,7 @@ def _check_options(ctx: Context) -> tuple[str, str]:
     if key_type not in _CACHE_KEY_TYPES:
         raise ProviderError(f"invalid --cache-key-type {key_type!r}: use Image, Registry or Global")
     duration = str(ctx.options.get("cache-duration") or "0s")
-    from credprov._go.durations import DurationError, parse_duration
+    from credprov.sdk import DurationError, parse_duration
 
     try:
         if parse_duration(duration) < 0:

@@ -23,6 +23,7 @@ OPTIONS = [
 
 
 def main() -> int:
+    """Run the plugin (console script ``docker-credential-helper-provider``); the exit code."""
     return run(
         "credprov_dockerhelper.provider:provide",
         name="docker-credential-helper-provider",

@@ -33,8 +33,9 @@ from botocore import UNSIGNED
 from botocore.config import Config
 from botocore.parsers import ResponseParserError
 
-from credprov import __version__
+from credprov.sdk import CredprovError
 from credprov.sdk.http import status_text
+from credprov.version import __version__
 from credprov_ecr._retry import CallRetries
 
 #: Per-attempt HTTP timeouts in seconds (connect, read): together with the retry budget they
@@ -45,7 +46,7 @@ READ_TIMEOUT = 20
 _MAX_MESSAGE = 300
 
 
-class MalformedResponse(Exception):
+class MalformedResponse(CredprovError):
     """A 200 answer whose body is not the JSON the API defines (the body is not kept)."""
 
 

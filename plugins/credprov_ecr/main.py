@@ -6,9 +6,10 @@ botocore) is imported by ``credprov_ecr.plugin`` on a cache miss only.
 Command line: upstream's binary is a cobra command without flags of its own, so it accepts
 ``--version`` (``-v`` is cobra's shorthand for it; ``--version=false`` is a no-op),
 ``-h``/``--help``, and ignores positional arguments (``get-credentials`` in kops-era
-configs). All of that is accepted here too, and mapped onto the SDK's options before
-:func:`credprov.sdk.run` sees them; ``-v N``/``--v=N`` (a number) is klog-style verbosity,
-which upstream rejects, so no working upstream config can mean anything else by it.
+configs). All of that is accepted here too: :func:`normalize_argv` settles what ``-v``
+means, and :func:`credprov.sdk.run` reads the rest with the SDK's pflag parser. ``-v N``/
+``--v=N`` (a number) is klog-style verbosity, which upstream rejects, so no working upstream
+config can mean anything else by it.
 """
 
 import hashlib
@@ -31,41 +32,27 @@ OPTIONS = [
     ),
 ]
 
-_TRUE = ("1", "t", "T", "TRUE", "true", "True")
-_FALSE = ("0", "f", "F", "FALSE", "false", "False")
-_WORDS = tuple(v for v in _TRUE + _FALSE if not v.isdigit())
+_VERSION_WORDS = ("t", "T", "TRUE", "true", "True", "f", "F", "FALSE", "false", "False")
 
 
 def normalize_argv(argv: list[str]) -> list[str]:
-    """Upstream's (cobra) command line → the SDK's: see the module docstring.
+    """Settle what ``-v`` means (see the module docstring); the SDK's parser does the rest.
 
-    Unknown flags are passed through, so the SDK refuses them (exit 2) as cobra does.
+    ``-v`` alone or before a word that is not a number, and ``-v=<bool>``, are cobra's
+    ``--version``; ``-v N``, ``-vN`` and ``-v=N`` are klog's verbosity. Everything else is
+    passed on as it is, so that the SDK refuses unknown flags (exit 2) as cobra does.
     """
     out: list[str] = []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        i += 1
+    for i, arg in enumerate(argv):
         if arg == "--":
-            break  # the rest is positional
-        name, eq, value = arg.partition("=")
-        if eq and (
-            (name == "--version" and value in _TRUE + _FALSE)
-            or (name == "-v" and value in _WORDS)  # -v=1 is verbosity, as klog reads it
-        ):
-            if value in _TRUE:
-                out.append("--version")
-        elif name in ("--help", "-h") and eq and value in _TRUE + _FALSE:
-            if value in _TRUE:
-                out.append("--help")
-        elif arg == "-v" and not (i < len(argv) and argv[i].isdigit()):
+            out += argv[i:]  # the rest is positional
+            break
+        if arg == "-v" and not (i + 1 < len(argv) and argv[i + 1].isdigit()):
             out.append("--version")  # cobra: -v is --version
-        elif arg in ("-v", "--v") and i < len(argv):
-            out.extend((arg, argv[i]))  # verbosity and its number
-            i += 1
-        elif arg.startswith("-") and arg != "-":
+        elif arg.startswith("-v=") and arg[3:] in _VERSION_WORDS:
+            out.append(f"--version={arg[3:]}")
+        else:
             out.append(arg)
-        # else: a positional argument, ignored as upstream does
     return out
 
 
@@ -93,4 +80,5 @@ def main() -> int:
         argv=argv,
         # Upstream decodes the request, then refuses an empty image with this text.
         empty_image_error="image in plugin request was empty",
+        allow_args=True,  # positional arguments are ignored, as upstream
     )

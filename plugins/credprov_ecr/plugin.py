@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from credprov.base.clock import Clock, RealClock
-from credprov.sdk import Context, ProviderError, Request, Response
+from credprov.sdk import Clock, Context, ProviderError, RealClock, Redactor, Request, Response
 from credprov_ecr import _aws
 from credprov_ecr._retry import CallRetries, RetryPolicy
 from credprov_ecr.registry import (
@@ -305,10 +304,7 @@ class EcrCredentialProvider:
             raise ProviderError(self._scrub(_join(prefix, detail))) from None
 
     def _scrub(self, message: str) -> str:
-        for secret in self._secrets:
-            if len(secret) >= 4:
-                message = message.replace(secret, "<redacted>")
-        return message
+        return Redactor(self._secrets)(message)
 
 
 def _where_raised(exc: BaseException) -> str:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from credprov.sdk import CredprovError
+
 __all__ = [
     "ECR_PRIVATE_HOST_PATTERN",
     "ECR_PUBLIC_DUALSTACK_HOST",
@@ -63,7 +65,7 @@ _PARTITIONS: dict[str, str | None] = {
 _DUALSTACK_SUFFIXES = frozenset(("on.aws", "on.amazonwebservices.com.cn"))
 
 
-class ImageReferenceError(ValueError):
+class ImageReferenceError(CredprovError, ValueError):
     """The image does not parse as a URL; ``str()`` is upstream's text."""
 
 
@@ -118,7 +120,7 @@ def parse_host_from_image_reference(image: str) -> str:
     Raises:
         ImageReferenceError: ``error parsing image reference https://<image>: <Go error>``.
     """
-    from credprov.credentialprovider.matching import GoURLError, parse_url
+    from credprov.sdk import GoURLError, parse_url
 
     if "://" not in image:
         image = "https://" + image

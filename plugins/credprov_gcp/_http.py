@@ -115,14 +115,17 @@ class HttpResponse(transport.Response):
 
     @property
     def status(self) -> int:
+        """The HTTP status code."""
         return self._status
 
     @property
     def headers(self) -> dict[str, str]:
+        """The response headers."""
         return self._headers
 
     @property
     def data(self) -> bytes:
+        """The body, read whole (at most MAX_BODY_BYTES)."""
         return self._data
 
 

@@ -3,21 +3,23 @@
 ``auth-provider-gcp`` is a cobra program: a root command without a ``Run`` and the
 subcommand ``get-credentials``, whose flags are ``--authFlow``/``-a``, ``--identity-provider``
 and ``--project-id``, plus klog's flags (``-v``/``--v``, ``--logtostderr``, ...). This module
-accepts every spelling pflag accepts (``--name value``, ``--name=value``, ``-a value``,
-``-a=value``, ``-avalue``, ``--bool``, ``--bool=false``, ``--`` ends the flags) and, as Go's
-``flag`` package does before cobra runs, klog flags with a single dash. Flags may come
-before or after the subcommand. Error texts are pflag's and upstream's.
+reads them with the SDK's pflag parser (:mod:`credprov.sdk.flags`: every spelling pflag
+accepts) and, as Go's ``flag`` package does before cobra runs, klog flags with a single dash.
+Flags may come before or after the subcommand. Error texts are pflag's and upstream's.
 
 It then turns the result into the argument list :func:`credprov.sdk.run` parses, adding the
 environment knobs (``KUBE_SIDECAR_CACHE_*``, ``GCE_METADATA_HOST``, the STS endpoint) as
 options, so that they scope the plugin's answer cache like the arguments do.
 
-Standard library only: this module is on the warm path.
+Only the SDK and the standard library: this module is on the warm path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+
+from credprov.sdk import flags as sdk_flags
+from credprov.sdk.flags import KLOG_GO_FLAGS, VERBOSITY, Option, go_quote
 
 NAME = "auth-provider-gcp"
 SUBCOMMAND = "get-credentials"
@@ -30,29 +32,22 @@ ENV_METADATA_HOST = "GCE_METADATA_HOST"
 ENV_METADATA_ROOT = "GCE_METADATA_ROOT"  # google-auth's older name, read when HOST is unset
 ENV_STS_ENDPOINT = "CREDPROV_GCP_STS_ENDPOINT"
 
-# klog's Go flags, accepted and ignored (only -v matters here).
-_KLOG_VALUE_FLAGS = frozenset(
-    ("vmodule", "log_dir", "log_file", "log_file_max_size", "stderrthreshold", "log_backtrace_at")
+#: The command line, declared once (upstream's flags, credprov's additions, klog's).
+OPTIONS = (
+    Option("authFlow", "gcr", shorthand="a"),
+    Option("identity-provider", ""),
+    Option("project-id", ""),
+    Option("sts-endpoint", ""),
+    Option("allow-non-google-registries", False, flag=True),
+    Option("help", False, flag=True, shorthand="h"),
+    Option("version", False, flag=True),
+    Option("clear-cache", False, flag=True),
+    VERBOSITY,
+    *KLOG_GO_FLAGS,
 )
-_KLOG_BOOL_FLAGS = frozenset(
-    (
-        "logtostderr",
-        "alsologtostderr",
-        "add_dir_header",
-        "skip_headers",
-        "skip_log_headers",
-        "one_output",
-        "legacy_stderr_threshold_behavior",
-    )
-)
-_VALUE_FLAGS = frozenset(("authFlow", "identity-provider", "project-id", "sts-endpoint"))
-_BOOL_FLAGS = frozenset(("allow-non-google-registries", "help", "version", "clear-cache"))
-_SHORTHANDS = {"a": "authFlow", "v": "v", "h": "help"}
-_TRUE = frozenset(("1", "t", "T", "TRUE", "true", "True"))
-_FALSE = frozenset(("0", "f", "F", "FALSE", "false", "False"))
 
 
-class FlagError(Exception):
+class FlagError(sdk_flags.FlagError):
     """A command line upstream would refuse too; ``str()`` is pflag's or upstream's text."""
 
 
@@ -89,84 +84,6 @@ class Flags:
         self.warnings: list[str] = []
 
 
-def go_quote(value: str) -> str:
-    """Go's ``%q`` for the texts that matter here (printable input is quoted as is)."""
-    out = ['"']
-    for ch in value:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif not ch.isprintable():
-            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-def _parse_bool(name: str, value: str) -> bool:
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise FlagError(
-        f'invalid argument {go_quote(value)} for "--{name}" flag: '
-        f"strconv.ParseBool: parsing {go_quote(value)}: invalid syntax"
-    )
-
-
-def _parse_level(value: str) -> int:
-    text = value[1:] if value[:1] in "+-" else value
-    if not text.isdigit() or not text.isascii():
-        raise FlagError(
-            f'invalid argument {go_quote(value)} for "-v, --v" flag: '
-            f"strconv.ParseInt: parsing {go_quote(value)}: invalid syntax"
-        )
-    level = int(value)
-    if not -(2**31) <= level < 2**31:
-        raise FlagError(
-            f'invalid argument {go_quote(value)} for "-v, --v" flag: '
-            f"strconv.ParseInt: parsing {go_quote(value)}: value out of range"
-        )
-    return max(level, 0)  # klog treats a negative level like 0
-
-
-def _set(flags: Flags, name: str, value: str | None) -> None:
-    if name == "v":
-        flags.verbosity = _parse_level(value or "")
-    elif name == "authFlow":
-        flags.auth_flow = value or ""
-    elif name == "identity-provider":
-        flags.identity_provider = value or ""
-    elif name == "project-id":
-        flags.project_id = value or ""
-    elif name == "sts-endpoint":
-        flags.sts_endpoint = value or ""
-    elif name in _BOOL_FLAGS:
-        on = True if value is None else _parse_bool(name, value)
-        if name == "allow-non-google-registries":
-            flags.allow_non_google_registries = on
-        elif name == "help":
-            flags.help = on
-        elif name == "version":
-            flags.version = on
-        else:
-            flags.clear_cache = on
-    elif name in _KLOG_BOOL_FLAGS and value is not None:
-        _parse_bool(name, value)  # validated, then ignored
-
-
-def _takes_value(name: str) -> bool:
-    return name in _VALUE_FLAGS or name in _KLOG_VALUE_FLAGS or name == "v"
-
-
-def _known_long(name: str) -> bool:
-    return _takes_value(name) or name in _BOOL_FLAGS or name in _KLOG_BOOL_FLAGS
-
-
 def parse(argv: Sequence[str]) -> Flags:
     """Parse ``argv`` (without the program name).
 
@@ -174,62 +91,22 @@ def parse(argv: Sequence[str]) -> Flags:
         FlagError: an unknown flag or command, a missing or invalid value, no subcommand, or
             a combination upstream refuses (``--identity-provider`` without ``--project-id``).
     """
+    try:
+        parsed = sdk_flags.parse(argv, OPTIONS, single_dash_long=True)
+    except sdk_flags.FlagError as exc:
+        raise FlagError(str(exc)) from None
+    values = parsed.values
     flags = Flags()
-    positional: list[str] = []
-    args = list(argv)
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        i += 1
-        if arg == "--":
-            positional.extend(args[i:])
-            break
-        if arg.startswith("--") and len(arg) > 2:
-            name, eq, value = arg[2:].partition("=")
-            if not _known_long(name):
-                raise FlagError(f"unknown flag: --{name}")
-            if _takes_value(name) and not eq:
-                if i >= len(args):
-                    raise FlagError(f"flag needs an argument: --{name}")
-                value = args[i]
-                i += 1
-            _set(flags, name, value if eq or _takes_value(name) else None)
-            continue
-        if arg.startswith("-") and len(arg) > 1:
-            body = arg[1:]
-            name, eq, value = body.partition("=")
-            if len(name) > 1 and _known_long(name):
-                # Go's flag package (klog's flags, parsed before cobra) takes -name too.
-                if _takes_value(name) and not eq:
-                    if i >= len(args):
-                        raise FlagError(f"flag needs an argument: -{name}")
-                    value = args[i]
-                    i += 1
-                _set(flags, name, value if eq or _takes_value(name) else None)
-                continue
-            short = body[0]
-            if short not in _SHORTHANDS:
-                raise FlagError(f"unknown shorthand flag: {short!r} in -{body}")
-            long_name = _SHORTHANDS[short]
-            rest = body[1:]
-            if long_name == "help":
-                if rest:  # pflag would go on with the cluster; no other shorthand is a bool
-                    raise FlagError(f"unknown shorthand flag: {rest[0]!r} in -{body}")
-                flags.help = True
-                continue
-            if rest.startswith("="):
-                value = rest[1:]
-            elif rest:
-                value = rest
-            elif i < len(args):
-                value = args[i]
-                i += 1
-            else:
-                raise FlagError(f"flag needs an argument: {short!r} in -{short}")
-            _set(flags, long_name, value)
-            continue
-        positional.append(arg)
-
+    flags.auth_flow = values["authFlow"]
+    flags.identity_provider = values["identity-provider"]
+    flags.project_id = values["project-id"]
+    flags.sts_endpoint = values["sts-endpoint"]
+    flags.allow_non_google_registries = values["allow-non-google-registries"]
+    flags.help = values["help"]
+    flags.version = values["version"]
+    flags.clear_cache = values["clear-cache"]
+    flags.verbosity = max(values["v"], 0)  # klog treats a negative level like 0
+    positional = parsed.positional
     if positional:
         command = positional[0]
         if command == "help":

@@ -15,8 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from credprov._go.durations import HOUR, format_duration
-from credprov.sdk import Context, Request, Response
+from credprov.sdk import HOUR, Context, Request, Response, format_duration
 from credprov_gcp import dockercfg, workload_identity
 from credprov_gcp._http import Transport, run_budget
 from credprov_gcp.metadata import MetadataClient

@@ -9,7 +9,7 @@ credprov answers a registry outside the fixed patterns with no credentials unles
 
 from __future__ import annotations
 
-from credprov.credentialprovider.matching import urls_match_str
+from credprov.sdk import urls_match_str
 
 #: Upstream's fixed keys; they also define "a Google registry" (Artifact Registry is
 #: ``LOCATION-docker.pkg.dev``).

@@ -12,7 +12,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from credprov._go.durations import DurationError, parse_duration
+from credprov.sdk import DurationError, parse_duration
 from credprov_gcp import flags
 from credprov_gcp.errors import GCPError
 

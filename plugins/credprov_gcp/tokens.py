@@ -15,7 +15,7 @@ import json
 import math
 from typing import Any
 
-from credprov._go.durations import SECOND, format_duration
+from credprov.sdk import SECOND, format_duration
 from credprov_gcp.errors import GCPError
 
 #: Kept back from a token's lifetime: the kubelet looks credentials up before queueing a

@@ -23,17 +23,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from credprov.credentialprovider.keyring import (
+from credprov.sdk import (
     DOCKER_CONFIG_JSON_KEY,
     DOCKER_CONFIG_JSON_TYPE,
     DOCKERCFG_KEY,
     DOCKERCFG_TYPE,
     KeyringError,
-    _entry_fields,
-    _secret_bytes,
+    ProviderError,
     normalize_key,
 )
-from credprov.sdk import ProviderError
+from credprov.sdk import docker_config_entry_fields as _entry_fields
+from credprov.sdk import secret_data as _secret_bytes
 
 if TYPE_CHECKING:  # pydantic is imported only for StaticCredentials documents
     from credprov_static.schema import CredentialModel, MirrorModel
@@ -132,7 +132,8 @@ def load(path: str) -> StaticConfig:
 
 
 def _read(path: str, what: str) -> bytes:
-    from credprov.base.fileio import FileTooLargeError, read_bounded
+    from credprov.sdk import FileTooLargeError
+    from credprov.sdk import read_file as read_bounded
 
     try:
         return read_bounded(path, _MAX_FILE_BYTES)
@@ -241,7 +242,7 @@ def _check_fields(path: str, where: str, doc: Mapping[str, Any], allowed: frozen
 
 def _pattern_key(path: str, where: str, pattern: str) -> str:
     """The keyring key of ``pattern``, after checking the kubelet could ever match it."""
-    from credprov.credentialprovider.matching import (
+    from credprov.sdk import (
         GoURLError,
         MatchPatternError,
         filepath_match,
@@ -398,7 +399,7 @@ def _credentials(path: str, items: list[CredentialModel]) -> list[Credential]:
 
 
 def _mirror(path: str, value: MirrorModel, creds: tuple[Credential, ...]) -> Mirror:
-    from credprov.credentialprovider.matching import urls_match_str
+    from credprov.sdk import urls_match_str
 
     endpoint = value.endpoint
     key = _pattern_key(path, "mirror.endpoint", endpoint)
@@ -428,7 +429,7 @@ def _static_credentials(path: str, doc: dict[str, Any]) -> StaticConfig:
     model = validate(path, doc)
     creds = _ordered(_credentials(path, model.credentials))
 
-    from credprov._go.durations import DurationError, format_duration, parse_duration
+    from credprov.sdk import DurationError, format_duration, parse_duration
 
     try:
         ns = parse_duration(model.cache_duration)

@@ -24,6 +24,7 @@ OPTIONS = [
 
 
 def main() -> int:
+    """Run the plugin (console script ``static-credential-provider``); the exit code."""
     argv = sys.argv[1:]
     env_path = os.environ.get(ENV_VAR)
     if env_path and not any(a == "--config" or a.startswith("--config=") for a in argv):

@@ -22,13 +22,16 @@ sorts last for the same reason and reads better. Such answers are always cached 
 
 from __future__ import annotations
 
-from credprov.credentialprovider.images import (
+from credprov.sdk import (
+    Context,
     InvalidImageError,
+    ProviderError,
+    Request,
+    Response,
     is_default_registry_match,
     parse_image_name,
+    urls_match_str,
 )
-from credprov.credentialprovider.matching import urls_match_str
-from credprov.sdk import Context, ProviderError, Request, Response
 from credprov_static.config import (
     MIRROR_FIRST,
     MIRROR_ONLY,
@@ -45,7 +48,7 @@ _DOCKER_HUB_KEY = "index.docker.io"
 def provide(request: Request, ctx: Context) -> Response:
     """Answer ``request`` from the credentials file named by ``--config``."""
     if ctx.options.get("go-version"):
-        from credprov import CredprovError, use_go
+        from credprov.sdk import CredprovError, use_go
 
         try:
             use_go(ctx.options["go-version"])

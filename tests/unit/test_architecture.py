@@ -159,32 +159,11 @@ def test_import_cycles_are_found(
 #: Packages whose every module is imported to find exception classes.
 PACKAGES = ("credprov", *sorted(p.parent.name for p in (ROOT / "plugins").glob("*/__init__.py")))
 
-#: Public exception classes (``module.Class``) that do not derive from CredprovError yet, with
-#: their owner. "pending": being moved under the root on another branch; the entry goes when it
-#: lands (a stale pending entry is tolerated, any other stale entry fails).
+#: Public exception classes (``module.Class``) that may stay outside CredprovError, with the
+#: reason (a stale entry fails).
 ERROR_ROOT_ALLOWLIST: dict[str, str] = {
-    "credprov.bundle.validate_config.UsageError": "pending (cli)",
     "credprov.doctor.periodic.RunTimeout": "a signal (BaseException, as KeyboardInterrupt)",
     "credprov.doctor.periodic.Terminated": "a signal (BaseException, as KeyboardInterrupt)",
-    "credprov.nodeauth._objects.LookupFailed": "pending (doc)",
-    "credprov.sdk._cache.CacheUnavailable": "pending (sdk)",
-    "credprov.sdk._runtime.ProviderError": "pending (sdk)",
-    "credprov.sdk._runtime.UsageError": "pending (sdk)",
-    "credprov.sdk._wire.RequestError": "pending (sdk)",
-    "credprov_acr.cloud.CloudError": "pending (sdk): a ProviderError",
-    "credprov_acr.config.ConfigError": "pending (sdk): a ProviderError",
-    "credprov_acr.credentials.CredentialError": "pending (sdk): a ProviderError",
-    "credprov_acr.exchange.ExchangeError": "pending (sdk): a ProviderError",
-    "credprov_acr.identity_bindings.IdentityBindingsError": "pending (sdk): a ProviderError",
-    "credprov_acr.main.ArgumentError": "pending (sdk)",
-    "credprov_dockerhelper.docker_helper.HelperError": "pending (sdk)",
-    "credprov_dockerhelper.provider.HelperFailure": "pending (sdk)",
-    "credprov_ecr._aws.MalformedResponse": "pending (sdk)",
-    "credprov_ecr.registry.ImageReferenceError": "pending (sdk)",
-    "credprov_gcp._http.HttpFailure": "pending (sdk): a ProviderError",
-    "credprov_gcp.errors.GCPError": "pending (sdk): a ProviderError",
-    "credprov_gcp.flags.FlagError": "pending (sdk)",
-    "credprov_static.config.ConfigError": "pending (sdk): a ProviderError",
 }
 
 # Run in a child process: importing every module (the CLI's, the plugins', the CRI stubs)
@@ -235,11 +214,7 @@ def test_every_public_exception_derives_from_credprov_error() -> None:
         "public exceptions outside credprov.errors.CredprovError (derive from the package's "
         "base, keeping ValueError/OSError where callers catch those): " + ", ".join(missing)
     )
-    stale = [
-        n
-        for n, owner in ERROR_ROOT_ALLOWLIST.items()
-        if n not in outside and not owner.startswith("pending")
-    ]
+    stale = [n for n in ERROR_ROOT_ALLOWLIST if n not in outside]
     assert not stale, "remove from ERROR_ROOT_ALLOWLIST: " + ", ".join(stale)
 
 
@@ -262,21 +237,8 @@ def test_public_exceptions_are_found(tmp_path: Path) -> None:
 
 MAX_FUNCTION_LINES = 80
 
-#: ``path:qualified name`` -> why it may be longer. "pending": split on another branch of
-#: issue 22 (a stale pending entry is tolerated, any other stale entry fails).
-LONG_FUNCTION_ALLOWLIST: dict[str, str] = {
-    "credprov/cli/credentials_cmd.py:run": "pending (cli)",
-    "credprov/cli/ensure_cmd.py:add_parser": "pending (cli)",
-    "credprov/cli/ensure_cmd.py:execute": "pending (cli)",
-    "credprov/cli/plugin_test_cmd.py:add_test_parser": "pending (cli)",
-    "credprov/doctor/checks.py:check_flags": "pending (doc)",
-    "credprov/doctor/checks.py:_responds": "pending (doc)",
-    "credprov/doctor/kep2535.py:check_pull_records": "pending (doc)",
-    "credprov/doctor/kep2535.py:check_kep2535_preflight": "pending (doc)",
-    "credprov/doctor/kep4412.py:check_kep4412_rbac": "pending (doc)",
-    "credprov/nodeauth/audit.py:audit": "pending (doc)",
-    "credprov/sdk/_runtime.py:run": "pending (sdk)",
-}
+#: ``path:qualified name`` -> why it may be longer (a stale entry fails).
+LONG_FUNCTION_ALLOWLIST: dict[str, str] = {}
 
 
 def long_functions(root: Path, folders: Iterable[str], limit: int) -> dict[str, int]:
@@ -309,9 +271,7 @@ def test_functions_are_at_most_80_lines() -> None:
         f"functions over {MAX_FUNCTION_LINES} lines (split them by meaning): "
         + ", ".join(f"{k} ({n})" for k, n in sorted(too_long.items()))
     )
-    stale = [
-        k for k, why in LONG_FUNCTION_ALLOWLIST.items() if k not in found and "pending" not in why
-    ]
+    stale = [k for k in LONG_FUNCTION_ALLOWLIST if k not in found]
     assert not stale, "remove from LONG_FUNCTION_ALLOWLIST: " + ", ".join(stale)
 
 
@@ -346,29 +306,8 @@ def test_long_functions_are_found(tmp_path: Path) -> None:
 
 # -- docstrings ------------------------------------------------------------------------------
 
-#: Files whose public definitions may still lack a docstring, with their owner ("pending":
-#: being documented on another branch of issue 22; a stale pending entry is tolerated).
-DOCSTRING_ALLOWLIST: dict[str, str] = {
-    "credprov/cli/bundle_cmd.py": "pending (cli)",
-    "credprov/cli/config_cmd.py": "pending (cli)",
-    "credprov/cli/credentials_cmd.py": "pending (cli)",
-    "credprov/cli/doctor_cmd.py": "pending (cli)",
-    "credprov/cli/ensure_cmd.py": "pending (cli)",
-    "credprov/cli/explain_cmd.py": "pending (cli)",
-    "credprov/cli/imagegc_cmd.py": "pending (cli)",
-    "credprov/cli/main.py": "pending (cli)",
-    "credprov/cli/nodeauth_cmd.py": "pending (cli)",
-    "credprov/cli/plugin_cmd.py": "pending (cli)",
-    "credprov/cli/plugin_test_cmd.py": "pending (cli)",
-    "credprov/cli/pullrecords_cmd.py": "pending (cli)",
-    "credprov/cli/simulate_cmd.py": "pending (cli)",
-    "credprov/doctor/binaries.py": "pending (doc)",
-    "credprov/doctor/checks.py": "pending (doc)",
-    "credprov/doctor/discovery.py": "pending (doc)",
-    "credprov/doctor/plugin_runs.py": "pending (doc)",
-    "credprov/doctor/sandbox.py": "pending (doc)",
-    "credprov/sdk/_cache.py": "pending (sdk)",
-}
+#: Files whose public definitions may lack a docstring, with the reason (a stale entry fails).
+DOCSTRING_ALLOWLIST: dict[str, str] = {}
 
 
 def missing_docstrings(root: Path, folders: Iterable[str]) -> list[str]:
@@ -400,14 +339,14 @@ def missing_docstrings(root: Path, folders: Iterable[str]) -> list[str]:
 def test_public_definitions_have_docstrings() -> None:
     missing = [
         m
-        for m in missing_docstrings(ROOT, ["credprov"])
+        for m in missing_docstrings(ROOT, ["credprov", "plugins"])
         if m.split(":")[0] not in DOCSTRING_ALLOWLIST
     ]
     assert not missing, "public definitions without a docstring: " + ", ".join(missing)
     stale = [
         f
-        for f, why in DOCSTRING_ALLOWLIST.items()
-        if "pending" not in why and not any(m.startswith(f) for m in missing_docstrings(ROOT, [f]))
+        for f in DOCSTRING_ALLOWLIST
+        if not any(m.startswith(f) for m in missing_docstrings(ROOT, [f]))
     ]
     assert not stale, "remove from DOCSTRING_ALLOWLIST: " + ", ".join(stale)
 

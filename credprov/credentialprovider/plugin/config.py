@@ -21,6 +21,7 @@ from typing import Protocol
 
 from credprov._go.decode import DecodeError, load_document
 from credprov._go.fmt import errno_text, go_quote, os_error
+from credprov._go.strconv import NumError, parse_bool
 from credprov.api import internal
 from credprov.api.config import decode_config
 from credprov.base.fileio import FileTooLargeError, NotRegularFileError, read_bounded, read_stream
@@ -83,16 +84,13 @@ def parse_feature_gates(spec: str, known: Collection[str] | None = None) -> dict
             raise ConfigError(f"missing bool value for {name}")
         if name not in known:
             raise ConfigError(f"unrecognized feature gate: {name}")
-        lowered = value.strip()
-        if lowered in ("1", "t", "T", "true", "TRUE", "True"):
-            gates[name] = True
-        elif lowered in ("0", "f", "F", "false", "FALSE", "False"):
-            gates[name] = False
-        else:
+        try:
+            gates[name] = parse_bool(value.strip())
+        except NumError:
             raise ConfigError(
                 f"invalid value of {name}={value}, err: strconv.ParseBool: "
                 f"parsing {go_quote(value)}: invalid syntax"
-            )
+            ) from None
     return gates
 
 

@@ -22,7 +22,7 @@ from credprov.sdk import (
     EXIT_USAGE,
     Context,
     Option,
-    PluginError,
+    ProviderError,
     Request,
     Response,
     run,
@@ -125,7 +125,7 @@ def test_plugin_error_scrubs_token_and_passwords() -> None:
     token = "eyJ" + CANARY
 
     def provide(req: Request, ctx: Context) -> Response:
-        raise PluginError(f"registry said no to {req.service_account_token}\nsecond line")
+        raise ProviderError(f"registry said no to {req.service_account_token}\nsecond line")
 
     code, _, err = call(provide, request(serviceAccountToken=token))
     assert code == EXIT_ERROR

@@ -3,46 +3,50 @@
 from __future__ import annotations
 
 import pytest
-from credprov_ecr.main import environment_fingerprint, normalize_argv
+from credprov_ecr.main import OPTIONS, SCOPE_OPTION, environment_fingerprint, normalize_argv
 
 from credprov.sdk._runtime import parse_args
+from credprov.sdk.flags import FlagError
+
+NO_ACTION: set[str] = set()
+
+ARGV = {
+    "nothing": ([], 0, NO_ACTION),
+    "positional ignored, as upstream": (["get-credentials"], 0, NO_ACTION),
+    "several positionals": (["get-credentials", "extra", "-"], 0, NO_ACTION),
+    "--version": (["--version"], 0, {"version"}),
+    "--version=true": (["--version=true"], 0, {"version"}),
+    "--version=1": (["--version=1"], 0, {"version"}),
+    "--version=false": (["--version=false"], 0, NO_ACTION),
+    "cobra's -v": (["-v"], 0, {"version"}),
+    "-v before a word": (["-v", "get-credentials"], 0, {"version"}),
+    "-v=true": (["-v=true"], 0, {"version"}),
+    "-v=false": (["-v=false"], 0, NO_ACTION),
+    "-h": (["-h"], 0, {"help"}),
+    "--help=true": (["--help=true"], 0, {"help"}),
+    "--help=false": (["--help=false"], 0, NO_ACTION),
+    # klog-style verbosity, which upstream rejects
+    "-v N": (["-v", "4"], 4, NO_ACTION),
+    "-v=N": (["-v=1"], 1, NO_ACTION),
+    "-vN": (["-v4"], 4, NO_ACTION),
+    "--v N": (["--v", "2"], 2, NO_ACTION),
+    "--v=N and a positional": (["--v=2", "get-credentials"], 2, NO_ACTION),
+    "--clear-cache": (["--clear-cache"], 0, {"clear-cache"}),
+    "after -- everything is positional": (["--", "--version"], 0, NO_ACTION),
+}
 
 
-@pytest.mark.parametrize(
-    ("argv", "want"),
-    [
-        ([], []),
-        (["get-credentials"], []),  # positional arguments are ignored, as upstream
-        (["get-credentials", "extra", "-"], []),
-        (["--version"], ["--version"]),
-        (["--version=true"], ["--version"]),
-        (["--version=1"], ["--version"]),
-        (["--version=false"], []),
-        (["-v"], ["--version"]),  # cobra's shorthand
-        (["-v", "get-credentials"], ["--version"]),
-        (["-v=true"], ["--version"]),
-        (["-v=false"], []),
-        (["-h"], ["-h"]),
-        (["--help=true"], ["--help"]),
-        (["--help=false"], []),
-        # klog-style verbosity, which upstream rejects
-        (["-v", "4"], ["-v", "4"]),
-        (["-v=1"], ["-v=1"]),
-        (["-v4"], ["-v4"]),
-        (["--v", "2"], ["--v", "2"]),
-        (["--v=2", "get-credentials"], ["--v=2"]),
-        (["--clear-cache"], ["--clear-cache"]),
-        (["--", "--version"], []),  # after "--" everything is positional
-        (["--bogus"], ["--bogus"]),  # refused by the SDK (exit 2), as cobra refuses it
-    ],
-)
-def test_normalize_argv(argv: list[str], want: list[str]) -> None:
-    assert normalize_argv(argv) == want
+@pytest.mark.parametrize(("argv", "verbosity", "actions"), ARGV.values(), ids=ARGV.keys())
+def test_command_line(argv: list[str], verbosity: int, actions: set[str]) -> None:
+    values, got_verbosity, got_actions = parse_args(normalize_argv(argv), OPTIONS, allow_args=True)
+    assert (got_verbosity, got_actions) == (verbosity, actions)
+    assert values == {SCOPE_OPTION: None}
 
 
-def test_normalized_verbosity_reaches_the_sdk() -> None:
-    _, verbosity, actions = parse_args(normalize_argv(["get-credentials", "-v", "3"]), [])
-    assert (verbosity, actions) == (3, set())
+def test_unknown_flags_are_refused_as_cobra_does() -> None:
+    with pytest.raises(FlagError) as info:
+        parse_args(normalize_argv(["--bogus"]), OPTIONS, allow_args=True)
+    assert str(info.value) == "unknown flag: --bogus"
 
 
 def test_fingerprint_covers_every_aws_variable_only() -> None:
