@@ -26,6 +26,8 @@ from __future__ import annotations
 # Nothing heavy at import: plugins import this package on their warm path (mypy reads
 # this name as typing's TYPE_CHECKING).
 TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
 
 #: public name -> module that defines it
 _EXPORTS = {
@@ -82,19 +84,43 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'credprov' has no attribute {name!r}")
-    import importlib
+def _lazy_names(
+    package: str, names: Mapping[str, tuple[str, str]], public: Iterable[str]
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """``__getattr__`` and ``__dir__`` for the module ``package``: the one implementation of
+    lazy public names, for this package and :mod:`credprov.sdk` (here because the root
+    package is imported first anyway, so using it costs no module).
 
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    Args:
+        package: the module's ``__name__``.
+        names: public name -> (module that defines it, its name there).
+        public: the module's ``__all__`` (what ``dir()`` lists).
+
+    Returns:
+        ``(__getattr__, __dir__)``: the first imports a name's module on first use and keeps
+        the value in the package's namespace, so later lookups are plain attribute reads.
+    """
+    listed = sorted(public)
+
+    def __getattr__(name: str) -> object:
+        entry = names.get(name)
+        if entry is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(entry[0]), entry[1])
+        import sys
+
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return list(listed)
+
+    return __getattr__, __dir__
 
 
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = _lazy_names(__name__, {n: (m, n) for n, m in _EXPORTS.items()}, __all__)
 
 
 if TYPE_CHECKING:

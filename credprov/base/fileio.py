@@ -136,6 +136,29 @@ def read_stream(
     return data
 
 
+class InputReadError(FileError):
+    """An input named on the command line (a file or ``-``) could not be read; ``str()`` is
+    one line naming it."""
+
+
+def read_input(path: str, limit: int, what: str) -> tuple[bytes, str]:
+    """The bytes of the file ``path`` (``-``: standard input), at most ``limit``, with how
+    messages name it (``standard input`` or ``<what> <path>``).
+
+    Raises:
+        InputReadError: larger than ``limit``, not a regular file, or unreadable.
+    """
+    where = "standard input" if path == "-" else f"{what} {path}"
+    try:
+        if path == "-":
+            return read_stream(limit=limit, name=where), where
+        return read_bounded(path, limit), where
+    except FileTooLargeError:
+        raise InputReadError(f"{where} is larger than {limit} bytes") from None
+    except OSError as exc:
+        raise InputReadError(f"cannot read {where}: {exc.strerror or exc}") from None
+
+
 def read_text(path: str, limit: int = MAX_FILE_BYTES, *, follow_symlinks: bool = True) -> str:
     """:func:`read_bounded` decoded as UTF-8.
 

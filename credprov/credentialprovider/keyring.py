@@ -137,7 +137,7 @@ def hash_auth_config(username: str, password: str, email: str = "") -> str:
     return sha256(go_json(body).encode("utf-8")).hexdigest()
 
 
-def _entry_fields(entry: Any) -> tuple[str, str, str]:
+def docker_config_entry_fields(entry: Any) -> tuple[str, str, str]:
     """(username, password, email) of a docker-config entry, decoding ``auth`` like Go."""
     if hasattr(entry, "username") and hasattr(entry, "password"):
         return entry.username or "", entry.password or "", getattr(entry, "email", "") or ""
@@ -205,7 +205,7 @@ def tracked_auth_configs(
     """
     out = []
     for location, entry in auths.items():
-        username, password, email = _entry_fields(entry)
+        username, password, email = docker_config_entry_fields(entry)
         key = normalize_key(location)
         if key is None:
             continue
@@ -362,11 +362,17 @@ def parse_docker_config(data: bytes | str) -> dict[str, Any]:
     if not isinstance(auths, dict):
         raise KeyringError("docker config 'auths' is not an object")
     for entry in auths.values():
-        _entry_fields(entry)  # validate every entry now, as json.Unmarshal would
+        docker_config_entry_fields(entry)  # validate every entry now, as json.Unmarshal would
     return auths
 
 
-def _secret_bytes(secret: Mapping[str, Any], key: str) -> bytes | None:
+def secret_data(secret: Mapping[str, Any], key: str) -> bytes | None:
+    """The bytes of ``key`` in a Secret's ``data`` (base64-decoded) or ``stringData``
+    (``stringData`` wins, as the API server merges it); None when neither holds it.
+
+    Raises:
+        KeyringError: ``data``/``stringData`` are not objects, or the value is not base64.
+    """
     data = secret.get("data") or {}
     string_data = secret.get("stringData") or {}
     if not isinstance(data, Mapping) or not isinstance(string_data, Mapping):
@@ -443,7 +449,7 @@ def make_pull_secret_keyring(secrets: Iterable[Mapping[str, Any]]) -> DockerKeyr
         kind = secret.get("type")
         where = f"secret {coords.namespace}/{coords.name}"
         if kind == DOCKER_CONFIG_JSON_TYPE:
-            payload = _secret_bytes(secret, DOCKER_CONFIG_JSON_KEY)
+            payload = secret_data(secret, DOCKER_CONFIG_JSON_KEY)
             if payload:
                 try:
                     doc = gojson.loads(payload)
@@ -461,7 +467,7 @@ def make_pull_secret_keyring(secrets: Iterable[Mapping[str, Any]]) -> DockerKeyr
                 except KeyringError as exc:
                     raise KeyringError(f"{where}: {exc}") from None
         elif kind == DOCKERCFG_TYPE:
-            payload = _secret_bytes(secret, DOCKERCFG_KEY)
+            payload = secret_data(secret, DOCKERCFG_KEY)
             if payload:
                 try:
                     auths = gojson.loads(payload)

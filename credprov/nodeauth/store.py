@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from credprov._go.json import YAMLError, load_yaml_all
-from credprov.base.fileio import FileTooLargeError, read_bounded, read_stream
+from credprov.base.fileio import InputReadError, read_input
 from credprov.errors import NodeAccessError
 
 __all__ = [
@@ -280,14 +280,8 @@ def load_objects_file(path: str) -> ObjectStore:
     Raises:
         NodeAuthError: unreadable, too large, not JSON/YAML, or not objects (one line).
     """
-    where = "standard input" if path == "-" else f"objects file {path}"
     try:
-        if path == "-":
-            data = read_stream(limit=MAX_OBJECTS_FILE_BYTES, name=where)
-        else:
-            data = read_bounded(path, MAX_OBJECTS_FILE_BYTES)
-    except FileTooLargeError:
-        raise NodeAuthError(f"{where} is larger than {MAX_OBJECTS_FILE_BYTES} bytes") from None
-    except OSError as exc:
-        raise NodeAuthError(f"cannot read {where}: {exc.strerror or exc}") from None
+        data, where = read_input(path, MAX_OBJECTS_FILE_BYTES, "objects file")
+    except InputReadError as exc:
+        raise NodeAuthError(str(exc)) from None
     return ObjectStore(parse_objects(data, where))

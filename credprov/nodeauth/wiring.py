@@ -188,18 +188,12 @@ def load_spec(path: str) -> WiringSpec:
     Raises:
         WiringError: unreadable, too large, or not a ``KEP4412Wiring`` document.
     """
-    from credprov.base.fileio import FileTooLargeError, read_bounded, read_stream
+    from credprov.base.fileio import InputReadError, read_input
 
-    where = "standard input" if path == "-" else f"wiring file {path}"
     try:
-        if path == "-":
-            data = read_stream(limit=MAX_SPEC_BYTES, name=where)
-        else:
-            data = read_bounded(path, MAX_SPEC_BYTES)
-    except FileTooLargeError:
-        raise WiringError(f"{where} is larger than {MAX_SPEC_BYTES} bytes") from None
-    except OSError as exc:
-        raise WiringError(f"cannot read {where}: {exc.strerror or exc}") from None
+        data, where = read_input(path, MAX_SPEC_BYTES, "wiring file")
+    except InputReadError as exc:
+        raise WiringError(str(exc)) from None
     return parse_spec(data, where)
 
 

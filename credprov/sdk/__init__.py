@@ -17,15 +17,18 @@ handler's module. Command lines are read as upstream plugins read theirs
 (:mod:`credprov.sdk.flags`: pflag's rules, klog's ``-v``).
 
 It is also the one toolkit plugins import (besides ``credprov.version``): Go durations
-(``parse_duration``, ``format_duration``, ``DurationError``, ``SECOND``, ``HOUR``...) and
-``go_quote``; ``use_go`` (the kubelet's Go release); ``CredprovError``; ``Clock``/``RealClock``; ``read_file`` (bounded, refuses FIFOs and devices);
-the ``Redactor``; and the kubelet's image and matching helpers (``parse_image_name``,
-``urls_match_str``, ``parse_url``, docker-config keyring helpers). Those names load on first
-use (PEP 562), so ``import credprov.sdk`` imports only the standard library and
-credprov's stdlib-only foundation (``credprov.errors``, ``credprov.base``, ``credprov._go``):
+(``parse_duration``, ``format_duration``, ``DurationError``, ``SECOND``, ``HOUR``...),
+``go_quote`` and ``json_kind``; ``use_go`` (the kubelet's Go release); ``CredprovError``;
+``Clock``/``RealClock``; ``read_file`` (bounded, refuses FIFOs and devices); the
+``Redactor``; ``run_bounded`` (a child process bounded in time and output); and the
+kubelet's image and matching helpers (``parse_image_name``, ``urls_match_str``,
+``parse_url``, docker-config keyring helpers). Those names load on first use (PEP 562), so
+``import credprov.sdk`` imports only the standard library and credprov's stdlib-only
+foundation (``credprov.errors``, ``credprov.base``, ``credprov._go``):
 keep it that way, a plugin's warm path runs through here.
 """
 
+from credprov import _lazy_names
 from credprov.errors import CredprovError
 from credprov.sdk._errors import ProviderError, UsageError
 from credprov.sdk._runtime import (
@@ -67,6 +70,8 @@ _LAZY = {
     },
     # the Go release the kubelet was built with (what url.Parse accepts depends on it)
     "use_go": ("credprov._go.version", "use_go"),
+    # the JSON kind of a parsed value (bool, number, string, array, object, null)
+    "json_kind": ("credprov._go.json", "json_kind"),
     # an injectable clock
     "Clock": ("credprov.base.clock", "Clock"),
     "RealClock": ("credprov.base.clock", "RealClock"),
@@ -76,6 +81,8 @@ _LAZY = {
     "NotRegularFileError": ("credprov.base.fileio", "NotRegularFileError"),
     # the one scrubber
     "Redactor": ("credprov.base.redact", "Redactor"),
+    # a child process run bounded in time and output (credprov.base.proc)
+    "run_bounded": ("credprov.base.proc", "run_bounded"),
     "REDACTED": ("credprov.base.redact", "REDACTED"),
     # image names and matchImages, as the kubelet reads them
     "InvalidImageError": (_IMAGES, "InvalidImageError"),
@@ -95,8 +102,8 @@ _LAZY = {
     "DOCKERCFG_TYPE": (_KEYRING, "DOCKERCFG_TYPE"),
     "KeyringError": (_KEYRING, "KeyringError"),
     "normalize_key": (_KEYRING, "normalize_key"),
-    "docker_config_entry_fields": (_KEYRING, "_entry_fields"),
-    "secret_data": (_KEYRING, "_secret_bytes"),
+    "docker_config_entry_fields": (_KEYRING, "docker_config_entry_fields"),
+    "secret_data": (_KEYRING, "secret_data"),
 }
 
 #: The modules those names come from (bundlers must ship them: importlib hides them).
@@ -142,6 +149,7 @@ __all__ = [
     "format_duration",
     "go_quote",
     "is_default_registry_match",
+    "json_kind",
     "normalize_key",
     "parse_duration",
     "parse_image_name",
@@ -149,6 +157,7 @@ __all__ = [
     "parse_url",
     "read_file",
     "run",
+    "run_bounded",
     "secret_data",
     "split_url",
     "urls_match_str",
@@ -156,19 +165,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    entry = _LAZY.get(name)
-    if entry is None:
-        raise AttributeError(f"module 'credprov.sdk' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(entry[0]), entry[1])
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = _lazy_names(__name__, _LAZY, __all__)
 
 
 if TYPE_CHECKING:
@@ -183,10 +180,12 @@ if TYPE_CHECKING:
         format_duration,
         parse_duration,
     )
+    from credprov._go.json import json_kind
     from credprov._go.version import use_go
     from credprov.base.clock import Clock, RealClock
     from credprov.base.fileio import FileTooLargeError, NotRegularFileError
     from credprov.base.fileio import read_bounded as read_file
+    from credprov.base.proc import run_bounded
     from credprov.base.redact import REDACTED, Redactor
     from credprov.credentialprovider.images import (
         InvalidImageError,
@@ -199,10 +198,10 @@ if TYPE_CHECKING:
         DOCKERCFG_KEY,
         DOCKERCFG_TYPE,
         KeyringError,
+        docker_config_entry_fields,
         normalize_key,
+        secret_data,
     )
-    from credprov.credentialprovider.keyring import _entry_fields as docker_config_entry_fields
-    from credprov.credentialprovider.keyring import _secret_bytes as secret_data
     from credprov.credentialprovider.matching import (
         GoURLError,
         MatchPatternError,

@@ -118,18 +118,20 @@ def _convert(name: str, value: Any, kind: type) -> Any:
     raise ConfigError(f"{name} must be a string, not {_type_name(value)}")
 
 
+#: The words for the JSON kinds in this plugin's messages.
+_KIND_WORDS = {
+    "bool": "a boolean",
+    "number": "a number",
+    "string": "a string",
+    "array": "a list",
+    "object": "a mapping",
+}
+
+
 def _type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return "a " + type(value).__name__
+    from credprov.sdk import json_kind
+
+    return _KIND_WORDS.get(json_kind(value)) or "a " + type(value).__name__
 
 
 def _parse(text: str) -> list[tuple[Any, Any]]:

@@ -68,7 +68,7 @@ def run_helper(
         HelperFailure: it could not start, ran past ``timeout`` seconds, or wrote more than
             the limits. The message never contains what the helper wrote.
     """
-    from credprov.base.proc import run_bounded
+    from credprov.sdk import run_bounded
 
     try:
         proc = subprocess.Popen(

@@ -30,10 +30,10 @@ from credprov.sdk import (
     DOCKERCFG_TYPE,
     KeyringError,
     ProviderError,
+    docker_config_entry_fields,
     normalize_key,
+    secret_data,
 )
-from credprov.sdk import docker_config_entry_fields as _entry_fields
-from credprov.sdk import secret_data as _secret_bytes
 
 if TYPE_CHECKING:  # pydantic is imported only for StaticCredentials documents
     from credprov_static.schema import CredentialModel, MirrorModel
@@ -294,7 +294,7 @@ def _auths(path: str, where: str, auths: Any) -> list[Credential]:
     creds = []
     for location, entry in auths.items():
         try:
-            username, password, _ = _entry_fields(entry)
+            username, password, _ = docker_config_entry_fields(entry)
         except KeyringError as exc:
             raise ConfigError(f"{path}: {where}entry {_quote(location)}: {exc}") from None
         key = normalize_key(location)
@@ -330,7 +330,7 @@ def _secret(path: str, doc: dict[str, Any]) -> StaticConfig:
             f"or {DOCKERCFG_TYPE}"
         )
     try:
-        payload = _secret_bytes(doc, key)
+        payload = secret_data(doc, key)
     except KeyringError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     if payload is None:
