@@ -35,9 +35,6 @@ README_EXEMPT = {
     "PULL_TIMEOUT": "ensure-image's option table is in docs/ensure-image.md",
     "TIMEOUT": "plugin test's deadline; its --help says it",
     "DRY_RUN": "the pull-records actions are shown as verify|migrate|prune",
-    "TEXTFILE": "pending (docs/fleet.md: the lead moves it into README)",
-    "EVERY": "pending (docs/fleet.md: the lead moves it into README)",
-    "NPD": "pending (docs/fleet.md: the lead moves it into README)",
 }
 
 
