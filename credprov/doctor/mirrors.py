@@ -3,8 +3,8 @@
 The runtime's mirror configuration is read inside the node's root by
 :mod:`credprov.cri.mirrors` (containerd's ``config_path`` from its ``config.toml``, or
 ``--containerd-config-path``; CRI-O's ``registries.conf`` and drop-ins, or
-``--registries-conf``). Each image checked (``--image``, else a sample image of every
-mirrored registry and of every provider) is resolved to the hosts the runtime contacts, and
+``--registries-conf``). Each image checked (``--image``, a sample image of every mirrored
+registry, and without ``--image`` one of every provider) is resolved to the hosts the runtime contacts, and
 :func:`credprov.cri.mirrors.judge_credentials` says what reaches each: the kubelet looks
 credentials up for the image as written, and the runtime offers them to every host. A mirror
 with no credentials from any source while its upstream has some is the known anonymous-pull
@@ -116,8 +116,8 @@ def _routes(ctx: Context, runtime: RuntimeMirrors) -> list[PullRoute]:
     if not any(hosts for _, hosts in mirrored):
         return []
     images = list(ctx.options.images)
-    if not images:
-        images = [_sample(prefix) for prefix, hosts in mirrored if hosts and prefix]
+    images += [_sample(prefix) for prefix, hosts in mirrored if hosts and prefix]
+    if not ctx.options.images:
         for provider in ctx.config.providers if ctx.config is not None else []:
             image = sample_image(provider, [])
             if image is not None:
@@ -126,7 +126,7 @@ def _routes(ctx: Context, runtime: RuntimeMirrors) -> list[PullRoute]:
     for image in dict.fromkeys(i for i in images if i):
         route = runtime.route(image)
         if route.mirrors:
-            routes.setdefault((route.repository, *(c.host.host for c in route.contacts)), route)
+            routes.setdefault((route.registry, *(c.host.host for c in route.contacts)), route)
     return list(routes.values())
 
 
