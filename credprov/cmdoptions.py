@@ -259,6 +259,20 @@ NODE_IMAGES = Option(
     metavar="FILE",
     help="the node's images: one reference per line, or 'crictl images -o json'",
 )
+CONTAINERD_CONFIG_PATH = Option(
+    "--containerd-config-path",
+    metavar="DIR",
+    help="containerd's registry config_path (DIR/<host>/hosts.toml, e.g. /etc/containerd/certs.d): "
+    "say which hosts the runtime contacts for an image (for doctor: inside --node-root; "
+    "default there: the config_path of /etc/containerd/config.toml)",
+)
+REGISTRIES_CONF = Option(
+    "--registries-conf",
+    metavar="FILE",
+    help="CRI-O's registries.conf (drop-ins in FILE.d/), e.g. /etc/containers/registries.conf: "
+    "say which hosts the runtime contacts for an image (for doctor: inside --node-root; "
+    "default there: that file when present)",
+)
 PLUGIN_TIMEOUT = Option(
     "--plugin-timeout",
     type=duration,

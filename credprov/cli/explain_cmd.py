@@ -22,12 +22,21 @@ def add_parser(sub: Any) -> None:
         description=(
             "Normalise IMAGE as the kubelet does and check it against every provider's "
             "matchImages, in config order. For each pattern that does not match, say why "
-            "(port, number of host labels, path prefix, a label). No plugin is run."
+            "(port, number of host labels, path prefix, a label). No plugin is run. With "
+            "--containerd-config-path or --registries-conf, also say which hosts the runtime "
+            "contacts (registry mirrors) and which credentials reach each (docs/mirrors.md)."
         ),
     )
     p.add_argument("image", metavar="IMAGE")
     opts.CONFIG.add(p, required=True)
-    opts.add_common(p, opts.FEATURE_GATES, opts.GO_VERSION)
+    opts.add_common(
+        p,
+        opts.FEATURE_GATES,
+        opts.GO_VERSION,
+        opts.CONTAINERD_CONFIG_PATH,
+        opts.REGISTRIES_CONF,
+        opts.NODE_DOCKER_CONFIG,
+    )
     p.set_defaults(run=run)
 
 
@@ -58,8 +67,14 @@ def run(args: argparse.Namespace) -> int:
                 "matchImages": patterns,
             }
         )
+    runtimes = _runtime_routes(args, config.providers)
     if args.output == "json":
-        print_json({"image": args.image, "repo": repo, "providers": providers})
+        doc: dict[str, Any] = {"image": args.image, "repo": repo, "providers": providers}
+        if runtimes is not None:
+            doc["runtimes"] = [
+                {**r.to_dict(), "credentials": [v.to_dict() for v in vs]} for r, vs in runtimes
+            ]
+        print_json(doc)
         return EXIT_OK
     print(f"image {args.image} is requested from plugins as {repo}")
     for prov in providers:
@@ -70,4 +85,58 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {mark} {pat['pattern']}: {pat['reason']}")
     if not any(p["matched"] for p in providers):
         print("no provider matches: the kubelet runs no plugin for this image")
+    for route, verdicts in runtimes or []:
+        _print_route(route, verdicts)
     return EXIT_OK
+
+
+def _runtime_routes(args: argparse.Namespace, providers: Any) -> list[tuple[Any, list[Any]]] | None:
+    """Each runtime's route for the image with the credential verdicts; None without
+    mirror options (the output is then what it always was)."""
+    if args.containerd_config_path is None and args.registries_conf is None:
+        return None
+    from credprov.base.rootfs import NodeRoot
+    from credprov.credentialprovider.objects import load_docker_config_keyring
+    from credprov.cri.mirrors import credential_sources, judge_credentials, load_runtime_mirrors
+
+    keyring = (
+        load_docker_config_keyring(args.node_docker_config) if args.node_docker_config else None
+    )
+    sources = credential_sources(providers, keyring)
+    runtimes = load_runtime_mirrors(
+        NodeRoot("/"),
+        containerd_config_path=_abs(args.containerd_config_path),
+        registries_conf=_abs(args.registries_conf),
+    )
+    out = []
+    for runtime in runtimes:
+        route = runtime.route(args.image)
+        out.append((route, judge_credentials(route, sources)))
+    return out
+
+
+def _abs(path: str | None) -> str | None:
+    import os
+
+    return None if path is None else os.path.abspath(path)
+
+
+def _print_route(route: Any, verdicts: list[Any]) -> None:
+    """The runtime section: where the pull goes and what credentials reach each host."""
+    source = f" ({route.source})" if route.source else " (no mirror configured for it)"
+    print(f"runtime {route.runtime}{source}: the runtime will contact {route.describe()}")
+    handed = verdicts[0].handed if verdicts else ()
+    if handed:
+        print(
+            f"  the kubelet hands the credentials it finds for {route.repository} "
+            f"({', '.join(handed)}); the runtime offers them to every host it contacts"
+        )
+    else:
+        print(f"  the kubelet hands no credentials: nothing it knows matches {route.repository}")
+    for host, why in route.skipped:
+        print(f"  - {host.host} ({host.role}): not contacted: {why}")
+    for note in route.notes:
+        print(f"  note: {note}")
+    for verdict in verdicts:
+        mark = "+" if verdict.ok else "!"
+        print(f"  {mark} {verdict.contact.host.host}: {verdict.message}")

@@ -42,13 +42,14 @@ def add_parser(sub: Any) -> None:
             "kubelet restarts, image removals, secret rotations). For every pod step print "
             "the kubelet's decision, events and metric labels. Exit 1 when the scenario is "
             "invalid or a step's 'expect' is not met. The records go under --root-dir (default: a "
-            "new temporary directory, removed afterwards); the path used is printed. See "
-            "docs/simulate.md."
+            "new temporary directory, removed afterwards); the path used is printed. With "
+            "--containerd-config-path or --registries-conf, each pull also says which hosts "
+            "the runtime contacts (docs/mirrors.md). See docs/simulate.md."
         ),
     )
     p.add_argument("scenario", metavar="SCENARIO.yaml")
     opts.ROOT_DIR.add(p)
-    opts.add_common(p, opts.GO_VERSION)
+    opts.add_common(p, opts.GO_VERSION, opts.CONTAINERD_CONFIG_PATH, opts.REGISTRIES_CONF)
     p.set_defaults(run=run)
 
 
@@ -67,9 +68,10 @@ def run(args: argparse.Namespace) -> int:
     from credprov.kubelet.simulation import Simulation
 
     scenario = load_scenario(args.scenario)
+    mirrors = _mirrors(args)
     with _root(scenario, args.root_dir) as root:
         try:
-            sim = Simulation(scenario, root)
+            sim = Simulation(scenario, root, mirrors)
         except (ValueError, OSError) as exc:
             raise CLIError(f"scenario {scenario.path}: {exc}") from None
         results = [sim.run_step(step) for step in scenario.steps]
@@ -107,6 +109,31 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _mirrors(args: argparse.Namespace) -> list[Any]:
+    """The runtimes' mirror configs named on the command line (files on this machine)."""
+    if args.containerd_config_path is None and args.registries_conf is None:
+        return []
+    from credprov.base.rootfs import NodeRoot
+    from credprov.cri.mirrors import load_runtime_mirrors
+
+    def absolute(path: str | None) -> str | None:
+        return None if path is None else os.path.abspath(path)
+
+    return load_runtime_mirrors(
+        NodeRoot("/"),
+        containerd_config_path=absolute(args.containerd_config_path),
+        registries_conf=absolute(args.registries_conf),
+    )
+
+
+def _print_routes(routes: list[dict[str, Any]]) -> None:
+    for route in routes:
+        hosts = " then ".join(
+            f"{c['host']} ({c['role']}; {', '.join(c['purposes'])})" for c in route["contacts"]
+        )
+        print(f"    runtime {route['runtime']} contacts: {hosts or 'no host (refused)'}")
+
+
 def _print_text(
     scenario: Scenario, results: list[dict[str, Any]], records: list[dict[str, Any]]
 ) -> None:
@@ -141,6 +168,7 @@ def _print_text(
         for a in r["attempts"]:
             status = "ok" if a["error"] is None else "denied"
             print(f"    tried: {a['credential']} -> {status}")
+        _print_routes(r.get("runtimeRoutes", []))
         if r["recorded"] is not None:
             creds = json.dumps(r["recorded"]["credentials"], separators=(",", ":"))
             print(f"    recorded: {r['recorded']['imageRef']} {creds}")

@@ -43,7 +43,7 @@ def run_doctor(options: DoctorOptions) -> Report:
     """
     import os
 
-    from credprov.doctor import checks, cluster, kep2535, kep4412
+    from credprov.doctor import checks, cluster, kep2535, kep4412, mirrors
     from credprov.doctor.binaries import node_machine
 
     if not os.path.isdir(options.root):
@@ -80,6 +80,7 @@ def run_doctor(options: DoctorOptions) -> Report:
         checks.check_bin_dir,
         checks.check_plugins,
         checks.check_image_match,
+        mirrors.check_runtime_mirrors,
         kep2535.check_pull_policy,
         kep2535.check_pull_records,
         kep4412.check_kep4412_rbac,

@@ -72,6 +72,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     opts.NODE_IMAGES.add(images)
     opts.PLUGIN_TIMEOUT.add(p)
     opts.PLUGINS_DEADLINE.add(p)
+    opts.CONTAINERD_CONFIG_PATH.add(p)
+    opts.REGISTRIES_CONF.add(p)
     opts.TEXTFILE.add(p)
     opts.EVERY.add(p)
     opts.NPD.add(p)
@@ -98,6 +100,8 @@ def _options(args: argparse.Namespace) -> DoctorOptions:
         images_file=args.node_images,
         plugin_timeout_ns=args.plugin_timeout,
         plugin_deadline_ns=args.plugins_deadline,
+        containerd_config_path=args.containerd_config_path,
+        registries_conf=args.registries_conf,
     )
 
 

@@ -68,6 +68,10 @@ class DoctorOptions:
     plugin_timeout_ns: int = DEFAULT_PLUGIN_TIMEOUT
     #: The budget all plugin runs of one doctor run share (``--plugins-deadline``).
     plugin_deadline_ns: int = 2 * MINUTE
+    #: containerd's registry ``config_path`` inside the root (default: from its config.toml).
+    containerd_config_path: str | None = None
+    #: CRI-O's ``registries.conf`` inside the root (default: the usual path when present).
+    registries_conf: str | None = None
 
 
 @dataclass

@@ -30,6 +30,7 @@ GROUPS: dict[str, str] = {
     "plugin.runnable": "plugins",
     "plugin.responds": "plugins",
     "image.match": "images",
+    "runtime.mirrors": "container runtime",
     "pull-policy.valid": "KEP-2535 ensure secret-pulled images",
     "pull-records.health": "KEP-2535 ensure secret-pulled images",
     "kep2535.preflight": "KEP-2535 ensure secret-pulled images",

@@ -47,13 +47,15 @@ class _ServiceAccountPlugin:
 class Simulation:
     """A node built from a scenario: runtime, registry, manager, image manager."""
 
-    def __init__(self, scenario: Scenario, root: str) -> None:
+    def __init__(self, scenario: Scenario, root: str, mirrors: Any = None) -> None:
         from credprov.credentialprovider.keyring import CredentialOrigin, ServiceAccountCoordinates
         from credprov.pullmanager.metrics import PullManagerMetrics
         from credprov.testing import FakeRegistry, FakeRuntime, RegistryGrant
 
         self.scenario = scenario
         self.root = root
+        #: Runtimes' mirror configs (:mod:`credprov.cri.mirrors`): each pull's route.
+        self.mirrors = list(mirrors or [])
         self.metrics = PullManagerMetrics()
         grants = [
             RegistryGrant(
@@ -166,7 +168,9 @@ class Simulation:
         res = self.ensure.ensure_image_exists(
             info, Container(image=pod.image, image_pull_policy=pod.pull_policy), secrets
         )
-        out = {"pod": f"{pod.namespace}/{pod.name}"}
+        out: dict[str, Any] = {"pod": f"{pod.namespace}/{pod.name}"}
+        if self.mirrors and res.attempts:  # the runtime was asked to pull
+            out["runtimeRoutes"] = [m.route(pod.image).to_dict() for m in self.mirrors]
         if pod.image_volume:
             out["imageVolume"] = pod.image_volume
         return {**out, **ensure_result_to_dict(res)}

@@ -267,3 +267,22 @@ def test_preloaded_tracking_example_and_the_upstream_bug(
     )
     assert credprov_main(["simulate", str(upstream)]) == 1
     assert "step 3: expected present, got never-pull" in capsys.readouterr().err
+
+
+def test_each_pull_names_the_hosts_the_runtime_contacts(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    certs = tmp_path / "certs.d" / "registry.example.com"
+    certs.mkdir(parents=True)
+    (certs / "hosts.toml").write_text('[host."https://cache.internal"]\n')
+    scenario = CONFIG / "simulate-blog-pod-a-pod-b.yaml"
+    out = simulate(capsys, scenario, "--containerd-config-path", str(tmp_path / "certs.d"))
+    routes = out["steps"][0]["runtimeRoutes"]
+    assert [c["host"] for c in routes[0]["contacts"]] == ["cache.internal", "registry.example.com"]
+    assert "runtimeRoutes" not in out["steps"][2]  # Never: no pull, no route
+    assert "runtimeRoutes" not in simulate(capsys, scenario)["steps"][0]
+    assert run(["simulate", str(scenario), "--containerd-config-path", str(certs)]) == 0
+    text = capsys.readouterr().out
+    assert (
+        "    runtime containerd contacts: registry.example.com (registry; resolve, pull)\n" in text
+    )

@@ -45,6 +45,19 @@ def node(tmp_path: Path) -> Path:
 
 
 def test_healthy_kubeadm_node_passes_every_check(node: Path, tmp_path: Path) -> None:
+    # runtime.mirrors reports only on a node with mirrors: an ECR pull-through cache in
+    # another region, covered by the same provider.
+    nodes.write(
+        node,
+        "/etc/containerd/config.toml",
+        'version = 2\n[plugins."io.containerd.grpc.v1.cri".registry]\n'
+        '  config_path = "/etc/containerd/certs.d"\n',
+    )
+    nodes.write(
+        node,
+        "/etc/containerd/certs.d/111.dkr.ecr.us-east-1.amazonaws.com/hosts.toml",
+        '[host."https://222.dkr.ecr.eu-west-1.amazonaws.com"]\n',
+    )
     report = doctor(node, tmp_path, images=["registry-a.example.com/team/app:v1"])
     assert report.summary() == {"pass": len(report.checks), "warn": 0, "fail": 0, "skip": 0}
     assert set(statuses(report)) == set(GROUPS)  # every check id ran
