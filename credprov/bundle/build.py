@@ -82,7 +82,7 @@ EXCLUDES = (
     "cri_api",
     "google.protobuf",
     "credprov.cli",
-    "credprov.cri",
+    "credprov.cri.client",
 )
 
 #: Runtime hooks that only support APIs the plugins never use frozen (see module docstring).

@@ -31,6 +31,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import CANARY
 from tests.e2e import test_doctor_fleet as fleet
 from tests.e2e.containerd import Containerd
+from tests.e2e.prometheus import start_node_exporter, start_prometheus, wait_for
 from tests.e2e.test_doctor_fleet import (
     EXPECTED,
     HOST_MOUNT,
@@ -130,3 +131,39 @@ def test_the_npd_rules_run_the_bundle_copied_as_the_init_container_copies_it(
         assert message.startswith("credprov doctor: no check failed (")
     assert tree_state(node) == before
     assert os.path.islink(shared / "credprov-plugins" / "doctor")
+
+
+def test_prometheus_scrapes_the_doctor_through_node_exporter(
+    containerd: Containerd, installer_ref: str, node: Path, tmp_path: Path
+) -> None:
+    """The whole path an operator runs: the image writes the textfile, Debian's
+    node_exporter (textfile collector) re-exposes it, Debian's Prometheus scrapes it and
+    answers the README's alert expressions."""
+    out_dir = tmp_path / "textfile_collector"
+    out_dir.mkdir()
+    proc = run_image(containerd, installer_ref, node, "doctor", "--node-root", "/host",
+                     "--textfile", f"/host-textfile/{PROM}", *inputs("/host"),
+                     textfile_dir=out_dir)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    exporter = start_node_exporter(out_dir)
+    try:
+        scrape = exporter.get()
+        # node_exporter parsed the file (a malformed one is dropped and flagged).
+        assert "node_textfile_scrape_error 0" in scrape
+        doctor = [line for line in scrape.splitlines() if "credprov_doctor_" in line]
+        assert any(line.startswith("credprov_doctor_up 1") for line in doctor)
+        assert CANARY not in scrape
+        prometheus = start_prometheus([exporter.url.removeprefix("http://")])
+        try:
+            up = wait_for(prometheus, "credprov_doctor_up")
+            assert [s["value"][1] for s in up] == ["1"]
+            checks = wait_for(prometheus, "credprov_doctor_check")
+            assert {s["metric"]["id"]: s["metric"]["status"] for s in checks} == EXPECTED
+            assert prometheus.query('credprov_doctor_check{status="fail"} == 1') == []
+            assert (
+                prometheus.query("time() - credprov_doctor_last_run_timestamp_seconds > 1800") == []
+            )
+        finally:
+            prometheus.stop()
+    finally:
+        exporter.stop()
