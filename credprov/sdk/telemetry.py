@@ -223,8 +223,8 @@ class Telemetry:
         if s is None:
             s = self.series[key] = _Series()
             while len(self.series) > MAX_SERIES:
-                oldest = min(self.series, key=lambda k: self.series[k].last)
-                del self.series[oldest]
+                others = (k for k in self.series if k != key)
+                del self.series[min(others, key=lambda k: self.series[k].last)]
         if obs.reason is None:
             s.calls["ok"] += 1
             s.expiry = obs.expiry
