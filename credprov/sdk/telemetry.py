@@ -7,7 +7,8 @@ collector exports (docs/plugin-telemetry.md):
 * on: ``CREDPROV_METRICS_FILE=/var/lib/node_exporter/textfile_collector/credprov_plugin_<name>.prom``
   in the plugin's environment (the provider config's ``env:`` list), or the SDK's option
   ``--metrics-file PATH`` (the config's ``args:``), which wins; an empty value is off. Off
-  by default, and then this module is not even imported.
+  by default, and then this module is not even imported (``credprov.sdk._runtime`` reads
+  the switch: ``METRICS_FILE_ENV``, ``METRICS_FILE``).
 * per plugin and registry host (``registry``: the image's host as Docker and containerd
   read it, ``docker.io`` for ``nginx``; never the repository, tag or digest; ``invalid``
   for a host that is not a host name; empty when the request could not be read):
@@ -37,7 +38,6 @@ import os
 
 from credprov.base.textfile import MetricFamily, go_float, parse_samples, render
 from credprov.errors import PluginSDKError
-from credprov.sdk._runtime import METRICS_FILE_ENV
 
 TYPE_CHECKING = False  # typing costs start-up time; mypy reads this name as typing's
 if TYPE_CHECKING:
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUCKETS",
-    "ENV_VAR",
     "LOCK_TIMEOUT_SECONDS",
     "MAX_FILE_BYTES",
     "MAX_SERIES",
@@ -58,8 +57,6 @@ __all__ = [
     "registry_host",
 ]
 
-#: The environment variable that turns telemetry on (the file's path).
-ENV_VAR = METRICS_FILE_ENV
 #: The most (plugin, registry) pairs a file keeps; the one called longest ago goes first.
 MAX_SERIES = 256
 #: A larger file is not read back (it is started over).

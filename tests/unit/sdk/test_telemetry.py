@@ -33,6 +33,7 @@ from credprov.sdk import (
     run,
 )
 from credprov.sdk import telemetry as tm
+from credprov.sdk._runtime import METRICS_FILE_ENV
 from tests.conftest import CANARY
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -92,7 +93,7 @@ def value(got: dict[str, Any], name: str, registry: str = "r.example.com", **lab
 def prom(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "textfile" / f"credprov_plugin_{NAME}.prom"
     path.parent.mkdir()
-    monkeypatch.setenv(tm.ENV_VAR, str(path))
+    monkeypatch.setenv(METRICS_FILE_ENV, str(path))
     return path
 
 
@@ -242,7 +243,7 @@ def test_no_secret_and_no_image_path_in_the_file(prom: Path) -> None:
 
 
 def test_off_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(tm.ENV_VAR, raising=False)
+    monkeypatch.delenv(METRICS_FILE_ENV, raising=False)
     monkeypatch.chdir(tmp_path)
     assert call()[0] == EXIT_OK
     assert list(tmp_path.iterdir()) == []
@@ -317,11 +318,11 @@ def test_a_telemetry_failure_keeps_the_answer_and_says_one_line_at_v1(
         fd = os.open(str(target) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
         fcntl.flock(fd, fcntl.LOCK_EX)
         monkeypatch.setattr(tm, "LOCK_TIMEOUT_SECONDS", 0.05)
-    monkeypatch.setenv(tm.ENV_VAR, str(target))
+    monkeypatch.setenv(METRICS_FILE_ENV, str(target))
     quiet = call()
-    monkeypatch.delenv(tm.ENV_VAR)
+    monkeypatch.delenv(METRICS_FILE_ENV)
     assert quiet == call()  # same answer, exit code and (empty) stderr as telemetry off
-    monkeypatch.setenv(tm.ENV_VAR, str(target))
+    monkeypatch.setenv(METRICS_FILE_ENV, str(target))
     code, out, err = call(argv=("-v", "1"))
     assert code == EXIT_OK and json.loads(out)["auth"]
     lines = err.splitlines()
