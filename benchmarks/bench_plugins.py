@@ -9,12 +9,16 @@ one run (interleaved rounds, medians), for ``static-credential-provider`` instal
 - ``bare``: ``python -I -S -c pass``, and ``site``: ``python -I -c "import json, sys"`` (the
   floor this benchmark used before, with ``site``), for continuity;
 - ``warm``: the plugin answering from its persistent cache (the kubelet restarted, or its
-  cache expired, but the plugin's answer is still valid);
+  cache expired, but the plugin's answer is still valid); telemetry off (the default);
+- ``warm+telemetry``: the same with ``CREDPROV_METRICS_FILE`` set: each run also locks,
+  reads back and atomically rewrites its metrics file (``--metrics-dir``: where, default
+  the temporary directory; use a disk directory to include a real fsync);
 - ``cold``: the plugin with an empty cache (its handler runs and reads the credentials file);
 - ``eager``: the same plugin, same warm cache, but started the way a naive plugin is (site
   enabled, handler, PyYAML and pydantic imported before looking at the request).
 
-Targets: warm ≤ 1.25 × floor (issue 15; was 1.5 × the ``site`` floor), eager / warm ≥ 5.
+Targets: warm ≤ 1.25 × floor (issue 15; was 1.5 × the ``site`` floor), eager / warm ≥ 5;
+warm+telemetry is reported against the same floor (issue 23).
 
 Usage: ``.venv/bin/python benchmarks/bench_plugins.py [--rounds N] [--json FILE]``.
 Always exits 0; prints ``UNEXPECTED`` next to a missed target.
@@ -57,6 +61,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=25)
     parser.add_argument("--quick", action="store_true", help="5 rounds")
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument("--metrics-dir", metavar="DIR", help="where warm+telemetry writes")
     args = parser.parse_args()
     if args.quick:
         args.rounds = 5
@@ -94,9 +99,14 @@ def main() -> int:
         def env_with(cache: Path) -> dict[str, str]:
             return {**env, "CREDPROV_PLUGIN_CACHE_DIR": str(cache)}
 
+        metrics_dir = Path(tempfile.mkdtemp(prefix="credprov-bench-", dir=args.metrics_dir))
+        metrics_file = metrics_dir / "credprov_plugin_static.prom"
+        env_tel = {**env_with(warm_cache), "CREDPROV_METRICS_FILE": str(metrics_file)}
+
         # Prime the warm cache (and write bytecode) once.
         for cmd in ([launcher, *plugin_args], [str(eager), *plugin_args]):
             _time(cmd, env_with(warm_cache), REQUEST)
+        _time([launcher, *plugin_args], env_tel, REQUEST)  # and the telemetry's bytecode
 
         floors = {
             "floor": [sys.executable, "-I", "-S", "-c", "import json, sys"],
@@ -104,12 +114,13 @@ def main() -> int:
             "site": [sys.executable, "-I", "-c", "import json, sys"],
         }
         samples: dict[str, list[float]] = {
-            k: [] for k in ("floor", "bare", "site", "warm", "cold", "eager")
+            k: [] for k in ("floor", "bare", "site", "warm", "warm_tel", "cold", "eager")
         }
         for i in range(args.rounds):
             for name, cmd in floors.items():
                 samples[name].append(_time(cmd, env, b""))
             samples["warm"].append(_time([launcher, *plugin_args], env_with(warm_cache), REQUEST))
+            samples["warm_tel"].append(_time([launcher, *plugin_args], env_tel, REQUEST))
             cold_cache = tmp / f"cold-{i}"
             samples["cold"].append(_time([launcher, *plugin_args], env_with(cold_cache), REQUEST))
             shutil.rmtree(cold_cache, ignore_errors=True)
@@ -118,6 +129,8 @@ def main() -> int:
             )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if "metrics_dir" in locals():
+            shutil.rmtree(metrics_dir, ignore_errors=True)
 
     med = {k: statistics.median(v) * 1000 for k, v in samples.items()}
     warm_ratio = med["warm"] / med["floor"]
@@ -128,6 +141,7 @@ def main() -> int:
         "bare": "python -I -S -c pass",
         "site": "python -I -c 'import json, sys'",
         "warm": "plugin, warm (answer cached)",
+        "warm_tel": "plugin, warm + telemetry on",
         "cold": "plugin, cold (handler runs)",
         "eager": "plugin, eager imports",
     }
@@ -147,6 +161,10 @@ def main() -> int:
         + ("" if eager_ratio >= 5 else "  UNEXPECTED")
     )
     print(f"  cold / warm  = {med['cold'] / med['warm']:.2f}")
+    print(
+        f"  telemetry on: +{med['warm_tel'] - med['warm']:.1f} ms per warm run, "
+        f"warm+telemetry / floor = {med['warm_tel'] / med['floor']:.2f}"
+    )
     if args.json:
         Path(args.json).write_text(
             json.dumps({"median_ms": med, "samples_s": samples, "rounds": args.rounds}, indent=2)

@@ -15,23 +15,23 @@ collector, and it may read a file while it is being written. So the file is:
   ``credprov_doctor_last_run_duration_seconds`` and ``credprov_doctor_up`` (0: the run
   failed or did not finish, and then no check series, so nothing stale is left behind);
 * written by :func:`write_textfile`: a temp file in the same directory, fsynced, renamed
-  over the target (:func:`credprov.base.fileio.write_atomic`), mode 0644; the temp name does
-  not end in ``.prom``, so the collector never reads it. The target must end in ``.prom``
-  and must not be a symlink, FIFO or anything but a regular file.
+  over the target, mode 0644 (:func:`credprov.base.textfile.write_textfile`); the temp name
+  does not end in ``.prom``, so the collector never reads it. The target must end in
+  ``.prom`` and must not be a symlink, FIFO or anything but a regular file.
 
-The exposition (HELP/TYPE lines, label escaping) is ``prometheus_client``'s, the library
-the plugin metrics use.
+The exposition (HELP/TYPE lines, label escaping) is :mod:`credprov.base.textfile`'s, which
+writes ``prometheus_client``'s bytes and is shared with the plugins' telemetry
+(:mod:`credprov.sdk.telemetry`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import stat
 from collections.abc import Iterable
-from typing import Any
 
 from credprov.base.report import Status, text
+from credprov.base.textfile import SUFFIX, MetricFamily, not_replaceable
 from credprov.doctor.context import DoctorUsageError
 from credprov.doctor.report import SUMMARY_ORDER, Report
 from credprov.errors import FileError
@@ -45,8 +45,6 @@ __all__ = [
     "write_textfile",
 ]
 
-#: The name node_exporter's textfile collector reads (``--collector.textfile.directory``).
-SUFFIX = ".prom"
 #: Longest subject label value, in characters (paths and image names can be long).
 MAX_SUBJECT = 128
 _HASH_CHARS = 12
@@ -75,26 +73,9 @@ def check_target(path: str) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise DoctorUsageError(f"--textfile {path}: directory {directory} does not exist")
-    problem = _not_replaceable(path)
+    problem = not_replaceable(path)
     if problem:
         raise DoctorUsageError(f"--textfile {path}: {problem}")
-
-
-def _not_replaceable(path: str) -> str | None:
-    """Why ``path`` must not be replaced, or None (absent, or a regular file)."""
-    from credprov.base.fileio import file_kind
-
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return exc.strerror or "cannot be inspected"
-    if stat.S_ISLNK(st.st_mode):
-        return "is a symlink; refusing to replace it"
-    if not stat.S_ISREG(st.st_mode):
-        return f"is {file_kind(st.st_mode)}, not a regular file"
-    return None
 
 
 def subject_label(subject: str) -> str:
@@ -118,62 +99,52 @@ def _series(report: Report) -> dict[tuple[str, str], Status]:
     return series
 
 
-def _families(report: Report | None, timestamp: float, duration: float) -> Iterable[Any]:
-    from prometheus_client.core import GaugeMetricFamily
-
+def _families(report: Report | None, timestamp: float, duration: float) -> Iterable[MetricFamily]:
     if report is not None:
-        check = GaugeMetricFamily(
+        check = MetricFamily(
             "credprov_doctor_check",
+            "gauge",
             "One credprov doctor check's verdict on a subject (the value is always 1).",
-            labels=["id", "status", "subject"],
         )
         for (check_id, subject), status in _series(report).items():
-            check.add_metric([check_id, str(status), subject], 1)
+            check.add({"id": check_id, "status": str(status), "subject": subject}, 1)
         yield check
-        counts = GaugeMetricFamily(
+        counts = MetricFamily(
             "credprov_doctor_checks",
+            "gauge",
             "How many of the last run's findings have each status.",
-            labels=["status"],
         )
         for name, count in report.counts(SUMMARY_ORDER).items():
-            counts.add_metric([name], count)
+            counts.add({"status": name}, count)
         yield counts
-    yield GaugeMetricFamily(
-        "credprov_doctor_up",
-        "1 if the last doctor run finished and produced a report, 0 if it failed.",
-        value=0 if report is None else 1,
-    )
-    yield GaugeMetricFamily(
-        "credprov_doctor_last_run_timestamp_seconds",
-        "When the last doctor run ended, in Unix seconds.",
-        value=timestamp,
-    )
-    yield GaugeMetricFamily(
-        "credprov_doctor_last_run_duration_seconds",
-        "How long the last doctor run took, in seconds.",
-        value=duration,
-    )
-
-
-class _Families:
-    """A collector of fixed metric families (``prometheus_client``'s collector protocol)."""
-
-    def __init__(self, families: Iterable[Any]) -> None:
-        self._families = list(families)
-
-    def collect(self) -> Iterable[Any]:
-        """The families, as given."""
-        return iter(self._families)
+    for name, doc, value in (
+        (
+            "credprov_doctor_up",
+            "1 if the last doctor run finished and produced a report, 0 if it failed.",
+            0 if report is None else 1,
+        ),
+        (
+            "credprov_doctor_last_run_timestamp_seconds",
+            "When the last doctor run ended, in Unix seconds.",
+            timestamp,
+        ),
+        (
+            "credprov_doctor_last_run_duration_seconds",
+            "How long the last doctor run took, in seconds.",
+            duration,
+        ),
+    ):
+        family = MetricFamily(name, "gauge", doc)
+        family.add({}, value)
+        yield family
 
 
 def render(report: Report | None, *, timestamp: float, duration: float) -> bytes:
     """The textfile for ``report`` (None: the run failed, ``credprov_doctor_up 0`` and no
     check series) that ended at ``timestamp`` (Unix seconds) after ``duration`` seconds."""
-    from prometheus_client import CollectorRegistry, generate_latest
+    from credprov.base import textfile
 
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Families(_families(report, timestamp, duration)))
-    return generate_latest(registry)
+    return textfile.render(_families(report, timestamp, duration))
 
 
 def write_textfile(path: str, data: bytes) -> None:
@@ -183,12 +154,9 @@ def write_textfile(path: str, data: bytes) -> None:
     Raises:
         TextfileError: the target cannot be replaced, or the write failed.
     """
-    from credprov.base.fileio import write_atomic
+    from credprov.base import textfile
 
-    problem = _not_replaceable(path)
-    if problem:
-        raise TextfileError(f"cannot write --textfile {path}: {problem}")
     try:
-        write_atomic(path, data, mode=0o644)
+        textfile.write_textfile(path, data)
     except OSError as exc:
         raise TextfileError(f"cannot write --textfile {path}: {exc.strerror or exc}") from None

@@ -14,7 +14,9 @@ The SDK decodes the request strictly, answers in the apiVersion it was asked in,
 byte-for-byte like the kubelet's serializer, keeps secrets out of every message, and (with
 ``cache=True``) answers repeat requests from a persistent cache without importing the
 handler's module. Command lines are read as upstream plugins read theirs
-(:mod:`credprov.sdk.flags`: pflag's rules, klog's ``-v``).
+(:mod:`credprov.sdk.flags`: pflag's rules, klog's ``-v``). Opt-in telemetry
+(``$CREDPROV_METRICS_FILE`` or ``--metrics-file``) records each run for node_exporter's
+textfile collector (:mod:`credprov.sdk.telemetry`, imported only when on).
 
 It is also the one toolkit plugins import (besides ``credprov.version``): Go durations
 (``parse_duration``, ``format_duration``, ``DurationError``, ``SECOND``, ``HOUR``...),

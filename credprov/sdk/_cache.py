@@ -223,8 +223,12 @@ class ResponseCache:
         identity: str,
         auth: dict[str, tuple[str, str]],
         ttl_seconds: float,
+        *,
+        credentials_expire_at: float | None = None,
     ) -> bool:
-        """Store an answer for ``ttl_seconds``; False when the cache is unusable."""
+        """Store an answer for ``ttl_seconds``; False when the cache is unusable.
+        ``credentials_expire_at`` (the credentials' own expiry, when the handler knew it)
+        is kept for telemetry."""
         if ttl_seconds < MIN_REMAINING_SECONDS:
             return False
         try:
@@ -240,6 +244,8 @@ class ResponseCache:
             "expiresAt": self.clock() + ttl_seconds,
             "auth": {k: [u, p] for k, (u, p) in auth.items()},
         }
+        if credentials_expire_at is not None:
+            entry["credentialsExpireAt"] = credentials_expire_at
         data = json.dumps(entry, separators=(",", ":")).encode("utf-8")
         path = self._path(key)
         tmp = f"{path}.{os.getpid()}.tmp"

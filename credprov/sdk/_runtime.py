@@ -9,12 +9,18 @@ never quotes the token or a password.
 
 Exit codes: 0 answered; 1 bad request or the handler raised :class:`ProviderError`;
 2 bad arguments; 3 unexpected exception (only its type is printed).
+
+Telemetry (opt-in: ``$CREDPROV_METRICS_FILE`` or ``--metrics-file``): after the answer is
+written, :mod:`credprov.sdk.telemetry` adds what the run did to a node_exporter textfile;
+off, that module is not imported.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 
+from credprov.errors import PluginSDKError
 from credprov.sdk import flags
 from credprov.sdk._errors import ProviderError, UsageError
 from credprov.sdk._wire import CACHE_KEY_TYPES, Request, RequestError, encode_response
@@ -36,6 +42,10 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
+#: The environment variable that turns telemetry on: the metrics file's path
+#: (:mod:`credprov.sdk.telemetry`).
+METRICS_FILE_ENV = "CREDPROV_METRICS_FILE"
+
 
 class Response:
     """A handler's answer.
@@ -47,19 +57,24 @@ class Response:
         cache_duration: seconds (int/float), a Go duration string (``"12h"``), or None to
             let the kubelet apply the provider's ``defaultCacheDuration``. ``0`` means "do not
             cache". Only answers with a positive duration are kept in the plugin cache.
+        expires_at: when the credentials themselves expire (Unix seconds), where the
+            handler knows it (a registry token's expiry); reported by telemetry only
+            (``credprov_plugin_credentials_expiry_timestamp_seconds``), never sent.
     """
 
-    __slots__ = ("auth", "cache_duration", "cache_key_type")
+    __slots__ = ("auth", "cache_duration", "cache_key_type", "expires_at")
 
     def __init__(
         self,
         auth: Mapping[str, Any] | None = None,
         cache_key_type: str = "Registry",
         cache_duration: float | str | None = None,
+        expires_at: float | None = None,
     ) -> None:
         self.auth = dict(auth or {})
         self.cache_key_type = cache_key_type
         self.cache_duration = cache_duration
+        self.expires_at = expires_at
 
 
 class Context:
@@ -129,13 +144,21 @@ def _scrub(message: str, secrets: Sequence[str]) -> str:
     return " ".join(Redactor(secrets)(message).split())  # one line
 
 
-#: The options every plugin has (besides its own): klog's ``-v``, ``--help``, ``--version``
-#: and ``--clear-cache``.
+#: The option that turns telemetry on (wins over ``$CREDPROV_METRICS_FILE``; empty: off).
+METRICS_FILE = Option(
+    "metrics-file",
+    None,
+    f"add each run's metrics to this node_exporter textfile (default ${METRICS_FILE_ENV})",
+)
+
+#: The options every plugin has (besides its own): klog's ``-v``, ``--help``, ``--version``,
+#: ``--clear-cache`` and ``--metrics-file``.
 BUILTIN_OPTIONS = (
     VERBOSITY,
     Option("help", False, "print this help and exit", flag=True, shorthand="h"),
     Option("version", False, "print the version and exit", flag=True),
     Option("clear-cache", False, "remove this plugin's cached answers and exit", flag=True),
+    METRICS_FILE,
 )
 _ACTIONS = ("help", "version", "clear-cache")
 
@@ -153,6 +176,14 @@ def parse_args(
     Raises:
         FlagError: unknown option, missing or invalid value, or an argument.
     """
+    values, verbosity, actions, _ = _parse_args(argv, options, name, allow_args)
+    return values, verbosity, actions
+
+
+def _parse_args(
+    argv: Sequence[str], options: Sequence[Option], name: str, allow_args: bool
+) -> tuple[dict[str, Any], int, set[str], str | None]:
+    """:func:`parse_args`, and ``--metrics-file`` (None when not given)."""
     parsed = flags.parse(argv, (*BUILTIN_OPTIONS, *options))
     if parsed.positional and not allow_args:
         from credprov._go.fmt import go_quote
@@ -161,7 +192,9 @@ def parse_args(
     values = parsed.values
     actions = {a for a in _ACTIONS if values.pop(a)}
     verbosity = max(values.pop(VERBOSITY.name), 0)
-    return values, verbosity, actions
+    # Not a handler option, and not part of the cache scope: telemetry never changes answers.
+    metrics_file = values.pop(METRICS_FILE.name)
+    return values, verbosity, actions, metrics_file
 
 
 def _usage(name: str, description: str, options: Sequence[Option]) -> str:
@@ -177,6 +210,9 @@ def _usage(name: str, description: str, options: Sequence[Option]) -> str:
         "  --version      print the version and exit",
         "  -v N, --v=N    log verbosity on stderr (secrets are never logged)",
         "  --clear-cache  remove this plugin's cached answers and exit",
+        "  --metrics-file PATH",
+        f"                 add each run's metrics to this node_exporter textfile (default "
+        f"${METRICS_FILE_ENV})",
     ]
     for o in options:
         default = f" (default {o.default!r})" if o.default not in (None, False) else ""
@@ -235,17 +271,65 @@ def run(
             default the SDK's ``invalid request: request has an empty image``.
         allow_args: ignore command-line arguments that are not options (upstream ECR's
             cobra command does); by default they are refused (exit 2).
-    """
-    argv = sys.argv[1:] if argv is None else argv
-    stdin = stdin if stdin is not None else sys.stdin.buffer
-    stdout = stdout if stdout is not None else sys.stdout.buffer
-    stderr = stderr if stderr is not None else sys.stderr
-    plugin = _Plugin(name, stdout, stderr)
+        clock: the wall clock (Unix seconds) of the cache and of telemetry.
 
+    With telemetry on (``$CREDPROV_METRICS_FILE`` or ``--metrics-file``), a run that read
+    a request or refused its arguments is added to the metrics file after its answer
+    (:mod:`credprov.sdk.telemetry`); the exit code stays the run's.
+    """
+    started = time.monotonic()
+    import os  # loaded by the cache anyway; the environment names the metrics file
+
+    plugin = _Plugin(
+        name,
+        stdout if stdout is not None else sys.stdout.buffer,
+        stderr if stderr is not None else sys.stderr,
+        metrics_file=os.environ.get(METRICS_FILE_ENV, ""),
+        clock=clock,
+    )
+    code = _run(
+        plugin,
+        handler,
+        argv=sys.argv[1:] if argv is None else argv,
+        stdin=stdin if stdin is not None else sys.stdin.buffer,
+        version=version,
+        description=description,
+        options=options,
+        cache_dir=(cache_dir or "") if cache else None,
+        cache_identity=cache_identity,
+        empty_image_error=empty_image_error,
+        allow_args=allow_args,
+    )
+    if plugin.metrics_file and plugin.observed:
+        plugin.report(code, time.monotonic() - started)
+    return code
+
+
+def _run(
+    plugin: _Plugin,
+    handler: Handler | str,
+    *,
+    argv: Sequence[str],
+    stdin: Any,
+    version: str,
+    description: str,
+    options: Sequence[Option],
+    cache_dir: str | None,
+    cache_identity: str,
+    empty_image_error: str | None,
+    allow_args: bool,
+) -> int:
+    """:func:`run`'s steps, in the order its exit codes document (``cache_dir`` None: no
+    plugin cache, "": the default directory)."""
+    name, stdout = plugin.name, plugin.stdout
     try:
-        values, verbosity, actions = parse_args(argv, options, name=name, allow_args=allow_args)
+        values, verbosity, actions, metrics_file = _parse_args(argv, options, name, allow_args)
     except UsageError as exc:
-        return plugin.fail(EXIT_USAGE, f"{exc} (see --help)")
+        return plugin.fail(EXIT_USAGE, f"{exc} (see --help)", "usage")
+    plugin.verbosity = verbosity
+    if metrics_file is not None:
+        plugin.metrics_file = metrics_file
+    plugin.observed = not actions & {"help", "version"}
     if "help" in actions:
         stdout.write(_usage(name, description, options).encode("utf-8"))
         return EXIT_OK
@@ -254,12 +338,13 @@ def run(
 
         stdout.write(f"{name} {version or __version__} (credprov {__version__})\n".encode())
         return EXIT_OK
-    ctx = Context(name, values, verbosity, stderr)
+    ctx = Context(name, values, verbosity, plugin.stderr)
 
     response_cache = None
-    if cache:
-        response_cache = _open_cache(cache_dir or "", ctx, clock)
+    if cache_dir is not None:
+        response_cache = _open_cache(cache_dir, ctx, plugin.clock)
         if "clear-cache" in actions:
+            plugin.observed = False
             removed = response_cache.clear()
             ctx.log(1, f"removed {removed} cached answer(s)")
             return EXIT_OK
@@ -294,15 +379,41 @@ def _open_cache(cache_dir: str, ctx: Context, clock: Callable[[], float] | None)
 
 class _Plugin:
     """One run's output: failures on stderr, answers on stdout (from the handler or the
-    cache). ``run`` drives it in the order its exit codes document."""
+    cache), and what telemetry records of it. ``run`` drives it in the order its exit
+    codes document."""
 
-    def __init__(self, name: str, stdout: Any, stderr: Any) -> None:
+    def __init__(
+        self,
+        name: str,
+        stdout: Any,
+        stderr: Any,
+        *,
+        metrics_file: str = "",
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.name = name
         self.stdout = stdout
         self.stderr = stderr
+        self.clock = clock
+        self.verbosity = 0
+        # What telemetry records: whether this run counts (not --help, --version,
+        # --clear-cache), the image, why it failed, and the answer's source and expiry.
+        self.metrics_file = metrics_file
+        self.observed = True
+        self.image = ""
+        self.reason = "internal"
+        self.error: BaseException | None = None
+        self.cache_hit = False
+        self.expiry: float | None = None
 
-    def fail(self, code: int, message: str) -> int:
-        """Print ``<name>: <message>`` on stderr; returns ``code``."""
+    def now(self) -> float:
+        """The wall clock (Unix seconds): ``run``'s ``clock``, else ``time.time``."""
+        return self.clock() if self.clock is not None else time.time()
+
+    def fail(self, code: int, message: str, reason: str = "internal") -> int:
+        """Print ``<name>: <message>`` on stderr; returns ``code``. ``reason`` is the
+        failure's telemetry reason (:data:`credprov.sdk.telemetry.REASONS`)."""
+        self.reason = reason
         self.stderr.write(f"{self.name}: {message}\n")
         self.stderr.flush()
         return code
@@ -316,10 +427,36 @@ class _Plugin:
                 stdin.read(4 * 1024 * 1024), allow_empty_image=empty_image_error is not None
             )
         except RequestError as exc:
-            return self.fail(EXIT_ERROR, f"invalid request: {exc}")
+            return self.fail(EXIT_ERROR, f"invalid request: {exc}", "request")
+        self.image = request.image
         if not request.image and empty_image_error is not None:
-            return self.fail(EXIT_ERROR, empty_image_error)
+            return self.fail(EXIT_ERROR, empty_image_error, "request")
         return request
+
+    def report(self, code: int, seconds: float) -> None:
+        """Add this run to the metrics file. Never raises: a failure is one line on
+        stderr at ``-v 1``, and the exit code stays ``code``."""
+        try:
+            from credprov.sdk import telemetry
+
+            reason = None if code == EXIT_OK else telemetry.failure_reason(self.reason, self.error)
+            observation = telemetry.Observation(
+                self.name,
+                telemetry.registry_host(self.image),
+                reason=reason,
+                seconds=seconds,
+                cache_hit=self.cache_hit,
+                expiry=self.expiry,
+                now=self.now(),
+            )
+            note = telemetry.record(self.metrics_file, observation)
+        except PluginSDKError as exc:  # TelemetryError: one line, paths only
+            note = str(exc)
+        except Exception as exc:  # a bug: its type only, never a value
+            note = f"failed ({type(exc).__name__})"
+        if note and self.verbosity >= 1:
+            self.stderr.write(f"{self.name}: telemetry: {note}\n")
+            self.stderr.flush()
 
     def answer_from_cache(
         self, response_cache: ResponseCache, request: Request, identity: str, ctx: Context
@@ -329,6 +466,9 @@ class _Plugin:
         if entry is None:
             return False
         ctx.log(2, f"answered {request.image} from the plugin cache")
+        self.cache_hit = True
+        own = entry.get("credentialsExpireAt")
+        self.expiry = own if isinstance(own, int | float) else entry["expiresAt"]
         auth = {k: (v[0], v[1]) for k, v in entry["auth"].items()}
         self.stdout.write(
             encode_response(
@@ -365,10 +505,12 @@ class _Plugin:
                 )
             wire_duration, seconds = _duration_seconds(result.cache_duration)
         except ProviderError as exc:
-            return self.fail(EXIT_ERROR, _scrub(str(exc), secrets))
+            self.error = exc
+            return self.fail(EXIT_ERROR, _scrub(str(exc), secrets), "provider")
         except KeyboardInterrupt:
-            return self.fail(130, "interrupted")
+            return self.fail(130, "interrupted", "interrupted")
         except Exception as exc:
+            self.error = exc
             if ctx.verbosity >= 4:
                 import traceback
 
@@ -376,6 +518,13 @@ class _Plugin:
             return self.fail(
                 EXIT_INTERNAL, f"internal error ({type(exc).__name__}); rerun with -v 4"
             )
+        expires_at = result.expires_at
+        if not isinstance(expires_at, int | float) or isinstance(expires_at, bool):
+            expires_at = None
+        if expires_at is not None:
+            self.expiry = expires_at
+        elif seconds is not None:
+            self.expiry = self.now() + seconds
 
         self.stdout.write(
             encode_response(request.api_version, result.cache_key_type, wire_duration, auth_pairs)
@@ -383,7 +532,12 @@ class _Plugin:
         self.stdout.flush()
         if response_cache is not None and seconds is not None and seconds > 0:
             stored = response_cache.put(
-                result.cache_key_type, request.image, identity, auth_pairs, seconds
+                result.cache_key_type,
+                request.image,
+                identity,
+                auth_pairs,
+                seconds,
+                credentials_expire_at=expires_at,
             )
             ctx.log(
                 2, f"{'cached' if stored else 'could not cache'} the answer for {request.image}"

@@ -6,7 +6,6 @@ import datetime as dt
 import errno
 import os
 import random
-import secrets
 import signal
 import stat
 import subprocess
@@ -620,7 +619,7 @@ def test_write_does_not_follow_a_planted_temp_symlink(
     victim.write_text("keep")
     tmp = f"{_pulling(tmp_path) / cache_filename('img')}.{os.getpid()}.{'00' * 8}.tmp"
     os.symlink(victim, tmp)
-    monkeypatch.setattr(secrets, "token_hex", lambda n: "00" * n)
+    monkeypatch.setattr(os, "urandom", lambda n: b"\0" * n)  # write_atomic's temp name
     with pytest.raises(StoreWriteError, match="File exists"):
         store.write_image_pull_intent("img")
     assert victim.read_text() == "keep"
