@@ -176,7 +176,9 @@ class EcrCredentialProvider:
             f"token for {host} as {username!r}; cacheDuration "
             + (f"{seconds}s" if seconds is not None else "omitted (expired)"),
         )
-        return Response({host: (username, password)}, "Registry", seconds)
+        # The token's own expiry, for the telemetry's expiry gauge (when it is on).
+        expires_at = data.expires_at.timestamp() if data.expires_at is not None else None
+        return Response({host: (username, password)}, "Registry", seconds, expires_at=expires_at)
 
     # -- AWS calls ----------------------------------------------------------------------------
 

@@ -321,7 +321,8 @@ def test_private_without_expiry_answers_0s(
             {},
         ),
     )
-    assert provider().get_credentials(IMAGE).cache_duration == 0
+    resp = provider().get_credentials(IMAGE)
+    assert resp.cache_duration == 0 and resp.expires_at is None
 
 
 # -- ECR Public (Stubber: moto does not implement it) -----------------------------------------
@@ -363,6 +364,8 @@ def test_public_registry(
     assert auth(resp) == {host: ("AWS", "public-pw")}
     assert resp.cache_key_type == "Registry"
     assert resp.cache_duration == 1800
+    # The token's own expiry goes to the telemetry's expiry gauge, not cacheDuration's end.
+    assert resp.expires_at == PUBLIC_EXPIRY.timestamp()
     assert clients.urls("ecr-public") == [endpoint]
 
 
