@@ -26,7 +26,7 @@ from credprov_gcp.registries import (
     registry_keys,
 )
 from credprov_gcp.settings import Settings
-from credprov_gcp.tokens import AccessToken, token_cache_duration
+from credprov_gcp.tokens import AccessToken, token_cache_duration, token_expires_at
 
 #: How long a "not a Google registry" answer may be cached when no
 #: ``KUBE_SIDECAR_CACHE_DURATION`` is set: it depends only on the arguments.
@@ -88,7 +88,10 @@ def provide(
         f"{', '.join(keys)}; cacheKeyType {settings.cache_key_type}, cacheDuration {duration}",
     )
     return Response(
-        {key: (TOKEN_USERNAME, token.token) for key in keys}, settings.cache_key_type, duration
+        {key: (TOKEN_USERNAME, token.token) for key in keys},
+        settings.cache_key_type,
+        duration,
+        expires_at=token_expires_at(token, time.time()),
     )
 
 

@@ -87,3 +87,11 @@ def token_cache_duration(expires_in: float | None, sidecar_ns: int | None) -> st
     usable = math.floor(min(expires_in, MAX_LIFETIME_SECONDS)) - EXPIRY_SKEW_SECONDS
     token_ns = max(usable, 0) * SECOND
     return format_duration(token_ns if sidecar_ns is None else min(sidecar_ns, token_ns))
+
+
+def token_expires_at(token: AccessToken, now: float) -> float | None:
+    """When ``token`` expires (Unix seconds), for the telemetry's expiry gauge: ``now`` plus
+    its ``expires_in`` (at most :data:`MAX_LIFETIME_SECONDS`); None when it gave none."""
+    if token.expires_in is None:
+        return None
+    return now + min(max(token.expires_in, 0.0), MAX_LIFETIME_SECONDS)

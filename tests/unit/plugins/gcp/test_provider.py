@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from credprov_gcp._http import MAX_RETRY_DELAY, HttpFailure, Transport, run_budget, safe_url
 from credprov_gcp.registries import is_google_registry, registry_keys
-from credprov_gcp.tokens import token_cache_duration
+from credprov_gcp.tokens import AccessToken, token_cache_duration, token_expires_at
 
 from credprov._go.durations import SECOND
 from credprov.credentialprovider.keyring import DockerKeyring
@@ -224,6 +224,16 @@ def test_token_cache_duration_function() -> None:
     assert token_cache_duration(301, None) == "1s"
     assert token_cache_duration(300, None) == "0s"
     assert token_cache_duration(3599, 90 * SECOND) == "1m30s"
+
+
+@pytest.mark.parametrize(
+    ("expires_in", "want"),
+    [(3599, 1003599.0), (7200, 1003600.0), (-5, 1000000.0), (None, None)],
+    ids=["token-lifetime", "capped-at-an-hour", "negative-is-now", "no-expires_in"],
+)
+def test_token_expires_at_for_telemetry(expires_in: float | None, want: float | None) -> None:
+    token = AccessToken("t", expires_in, "node service account")
+    assert token_expires_at(token, 1_000_000.0) == want
 
 
 CACHE_TYPES = {
