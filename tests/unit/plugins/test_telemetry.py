@@ -100,3 +100,25 @@ def test_concurrent_runs_of_an_installed_plugin_are_all_counted(tmp_path: Path) 
         f'credprov_plugin_cache_hits_total{{plugin="{NAME}",registry="r.example.com"}} '
         f"{float(hits + 1)}\n" in text
     )
+
+
+def test_readme_provider_entry_is_valid_for_the_kubelet(tmp_path: Path) -> None:
+    """README's telemetry example, wrapped in its CredentialProviderConfig, passes the
+    kubelet's decoding and validation, and names the variable the SDK reads."""
+    from credprov.credentialprovider.plugin.config import load_config
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    start = readme.index("# in the kubelet's CredentialProviderConfig")
+    block = readme[start : readme.index("```", start)]
+    assert "CREDPROV_METRICS_FILE" in block
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\n" + block
+    )
+    (provider,) = load_config(str(config))[0].providers
+    assert [(e.name, e.value) for e in provider.env] == [
+        (
+            "CREDPROV_METRICS_FILE",
+            "/var/lib/node_exporter/textfile_collector/credprov_plugin_ecr.prom",
+        )
+    ]
