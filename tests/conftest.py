@@ -99,3 +99,19 @@ def provider(
 
 def has_tool(name: str) -> bool:
     return shutil.which(name) is not None
+
+
+def modules_loaded_by(statement: str) -> set[str]:
+    """The modules ``statement`` adds to ``sys.modules`` in a fresh ``python -I -S`` (no
+    site, as installed plugin launchers run) with this checkout first on ``sys.path``."""
+    import subprocess
+
+    root = str(Path(__file__).resolve().parents[1])
+    code = (
+        f"import sys; sys.path.insert(0, {root!r}); before = set(sys.modules); {statement}; "
+        "print('\\n'.join(sorted(set(sys.modules) - before)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    return set(out.split())

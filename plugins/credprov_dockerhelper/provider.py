@@ -88,7 +88,6 @@ def run_helper(
         max_stdout=max_stdout,
         max_stderr=max_stderr,
         stderr_overflow_fails=True,
-        label=os.path.basename(argv[0]),
     )
     if outcome.timed_out:
         raise HelperFailure(f"timed out after {timeout:g}s")

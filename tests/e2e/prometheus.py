@@ -22,7 +22,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,6 @@ class Server:
     url: str
     workdir: Path
     log: Path
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def get(self, path: str = "/metrics", timeout: float = 10) -> str:
         """The body of ``GET path`` (``/metrics``: one scrape)."""

@@ -19,17 +19,9 @@ import pytest
 from credprov.credentialprovider.plugin.install import install
 from tests.conftest import CANARY
 from tests.e2e.prometheus import start_node_exporter, start_prometheus, wait_for
+from tests.unit.plugins.test_telemetry import NAME, request
 
 pytestmark = pytest.mark.e2e
-
-G = "credentialprovider.kubelet.k8s.io"
-NAME = "static-credential-provider"
-
-
-def _request(image: str) -> bytes:
-    return json.dumps(
-        {"kind": "CredentialProviderRequest", "apiVersion": f"{G}/v1", "image": image}
-    ).encode()
 
 
 def test_prometheus_scrapes_an_installed_plugins_metrics(tmp_path: Path) -> None:
@@ -48,7 +40,7 @@ def test_prometheus_scrapes_an_installed_plugins_metrics(tmp_path: Path) -> None
         "CREDPROV_METRICS_FILE": str(textfile_dir / "credprov_plugin_static.prom"),
     }
     # Four runs for one registry (three answered from the plugin's cache) and a bad request.
-    for body, want in [(_request("registry.example.com/team/app:v1"), 0)] * 4 + [(b"{", 1)]:
+    for body, want in [(request("registry.example.com/team/app:v1"), 0)] * 4 + [(b"{", 1)]:
         proc = subprocess.run([launcher.path, "--config", str(creds)], input=body, env=env,
                               capture_output=True, timeout=60, check=False)  # fmt: skip
         assert proc.returncode == want, proc.stderr

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import credprov
+from tests.conftest import modules_loaded_by
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,20 +18,8 @@ def test_all_matches_the_lazy_exports() -> None:
 
 
 def test_import_credprov_loads_nothing_else() -> None:
-    code = "import sys; import credprov; print(sorted(m for m in sys.modules if 'credprov' in m or m == 'typing'))"
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-I",
-            "-S",
-            "-c",
-            f"import sys; sys.path.insert(0, {str(ROOT)!r}); {code}",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert out.strip() == "['credprov']"
+    loaded = modules_loaded_by("import credprov")
+    assert sorted(m for m in loaded if "credprov" in m or m == "typing") == ["credprov"]
 
 
 def test_resolve_credentials_in_one_call() -> None:

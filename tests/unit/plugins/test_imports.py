@@ -4,8 +4,9 @@ the kubelet engine itself, is the one exception (its module docstring says why).
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from tests.unit.sdk.test_imports import imported_modules
 
 ROOT = Path(__file__).resolve().parents[3]
 ALLOWED = ("credprov.sdk", "credprov.version")
@@ -21,19 +22,14 @@ def library_imports(root: Path) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for path in sorted((root / "plugins").rglob("*.py")):
         rel = path.relative_to(root).as_posix()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                # "from credprov import x" imports credprov.x (or a name of credprov's)
-                prefix = node.module + "." if node.module == "credprov" else ""
-                names = [prefix + a.name for a in node.names] if prefix else [node.module]
-            for name in names:
-                if name.split(".")[0] != "credprov" or rel in BRIDGES:
-                    continue
-                if not any(name == a or name.startswith(a + ".") for a in ALLOWED):
-                    found.setdefault(rel, set()).add(name)
+        if rel in BRIDGES:
+            continue
+        for name in imported_modules(path):
+            # The root package itself comes with any credprov import; its names do not.
+            if name.split(".")[0] != "credprov" or name == "credprov":
+                continue
+            if not any(name == a or name.startswith(a + ".") for a in ALLOWED):
+                found.setdefault(rel, set()).add(name)
     return found
 
 

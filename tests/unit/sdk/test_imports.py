@@ -8,13 +8,13 @@ lean if those three import nothing but the standard library: checked here on the
 from __future__ import annotations
 
 import ast
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 import credprov.sdk
+from tests.conftest import modules_loaded_by
 
 ROOT = Path(__file__).resolve().parents[3]
 FOUNDATION = ("credprov.errors", "credprov.base", "credprov._go")
@@ -85,22 +85,7 @@ def test_a_foreign_import_is_found(tmp_path: Path) -> None:
 
 
 def test_importing_the_sdk_loads_only_the_standard_library_and_the_foundation() -> None:
-    code = (
-        "import sys; before = set(sys.modules); import credprov.sdk; "
-        "print('\\n'.join(sorted(set(sys.modules) - before)))"
-    )
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-I",
-            "-S",
-            "-c",
-            f"import sys; sys.path.insert(0, {str(ROOT)!r}); {code}",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    out = modules_loaded_by("import credprov.sdk")
     credprov_modules = {m for m in out if m.split(".")[0] == "credprov"}
     assert credprov_modules <= {"credprov", "credprov.errors"} | {
         m for m in out if m.startswith(("credprov.sdk", "credprov._go", "credprov.base"))

@@ -92,6 +92,17 @@ def call(
     return code, (json.loads(raw) if raw else None), err.getvalue(), raw
 
 
+def ib_args(config: Path) -> list[str]:
+    """The identity-bindings flow's command line against the fake endpoint."""
+    return [
+        str(config),
+        f"--ib-sni-name={fakes.IB_SNI_NAME}",
+        "--ib-apiserver-ip=127.0.0.1",
+        "--ib-default-client-id=ib-client",
+        "--ib-default-tenant-id=tenant-ib",
+    ]
+
+
 def tried(resp: dict[str, Any], image: str) -> list[tuple[str, str]]:
     """(username, password) the kubelet's keyring would try for ``image``, in order."""
     keyring = DockerKeyring()
@@ -214,13 +225,7 @@ def test_identity_bindings(
     fake_azure: FakeAzure, azure_env: dict[str, str], mi_config: Path, cache: Path
 ) -> None:
     token = sa_token()
-    args = [
-        str(mi_config),
-        f"--ib-sni-name={fakes.IB_SNI_NAME}",
-        "--ib-apiserver-ip=127.0.0.1",
-        "--ib-default-client-id=ib-client",
-        "--ib-default-tenant-id=tenant-ib",
-    ]
+    args = ib_args(mi_config)
     code, resp, err, _ = call(args, "myacr.azurecr.io/app", cache, token)
     assert code == EXIT_OK, err
     assert fake_azure.requests("exchange")[0].form["tenant"] == "tenant-ib"
@@ -249,13 +254,7 @@ def test_identity_bindings_throttling(
 ) -> None:
     monkeypatch.setenv("CREDPROV_ACR_MAX_RETRIES", retries)
     fake_azure.set("ib", "429", "ok")
-    args = [
-        str(mi_config),
-        f"--ib-sni-name={fakes.IB_SNI_NAME}",
-        "--ib-apiserver-ip=127.0.0.1",
-        "--ib-default-client-id=ib-client",
-        "--ib-default-tenant-id=tenant-ib",
-    ]
+    args = ib_args(mi_config)
     code, _, err, _ = call(args, "myacr.azurecr.io/app", cache, sa_token())
     assert len(fake_azure.requests("ib")) == 1 + int(retries)
     if retries == "1":
@@ -286,13 +285,7 @@ def test_identity_bindings_answer_over_the_read_limit(
 ) -> None:
     monkeypatch.setenv("CREDPROV_ACR_MAX_RETRIES", "0")
     fake_azure.set("ib", mode)
-    args = [
-        str(mi_config),
-        f"--ib-sni-name={fakes.IB_SNI_NAME}",
-        "--ib-apiserver-ip=127.0.0.1",
-        "--ib-default-client-id=ib-client",
-        "--ib-default-tenant-id=tenant-ib",
-    ]
+    args = ib_args(mi_config)
     code, _, err, _ = call(args, "myacr.azurecr.io/app", cache, sa_token())
     assert code == EXIT_ERROR
     where = f"identity-bindings endpoint {fakes.IB_SNI_NAME} (127.0.0.1:{fake_azure.port})"
@@ -310,12 +303,7 @@ def test_identity_bindings_needs_the_cluster_ca(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
-    args = [
-        str(mi_config),
-        f"--ib-sni-name={fakes.IB_SNI_NAME}",
-        "--ib-apiserver-ip=127.0.0.1",
-        "--ib-default-client-id=ib-client",
-    ]
+    args = ib_args(mi_config)[:-1]  # no default tenant
     monkeypatch.setenv("CREDPROV_ACR_IB_CA_FILE", str(tmp_path / "none.crt"))
     code, _, err, _ = call(args, "myacr.azurecr.io/app", cache, sa_token())
     assert code == EXIT_ERROR
