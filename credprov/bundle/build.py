@@ -1,20 +1,12 @@
 """``credprov bundle``: freeze the plugins into one relocatable directory and a tarball.
 
-The builder is PyInstaller ``--onedir`` (chosen by measurement, see README "Put it on your
-nodes"): one runtime (``credprov-plugins``, a multicall executable dispatching on
-``argv[0]``) shared by every plugin, so a node gets one copy of Python, not six. The spec is
-generated here rather than kept as a ``.spec`` file because it depends on the plugins
-selected and on where this checkout's packages live (an editable install is invisible to
-PyInstaller's import graph, so their roots go on ``pathex``).
+The freezer is cx_Freeze on freeze-core's manylinux2014 CPython (:mod:`credprov.bundle.freeze`
+says why: the glibc 2.17 floor, wheels chosen by platform tag, either architecture built on
+any host). One runtime (``credprov-plugins``, a multicall executable dispatching on
+``argv[0]``) is shared by every plugin, so a node gets one copy of Python, not six.
 
-Two things differ from a default PyInstaller build, both for the warm path (a plugin answers
-from its cache in well under the kubelet's patience, and every cache miss is one process):
-
-* the runtime hooks ``pyi_rth_inspect``, ``pyi_rth_pkgutil`` and ``pyi_rth_multiprocessing``
-  are dropped: they import ``inspect``, ``zipfile``, ``pkgutil`` and ``multiprocessing`` on
-  every start (~35 ms here) to support APIs the plugins never use on a frozen runtime;
-* botocore's service models are pruned to the services the ECR plugin calls (the data
-  directory is 28 MB of the 98 MB otherwise).
+botocore's service models are pruned to the services the ECR plugin calls (the data
+directory is 28 MB of the 98 MB otherwise).
 
 Layout of the tarball (``credprov-plugins-<version>-linux-<arch>.tar.gz``)::
 
@@ -23,11 +15,13 @@ Layout of the tarball (``credprov-plugins-<version>-linux-<arch>.tar.gz``)::
     credprov-plugins/image-entrypoint   the installer image's command (sh)
     credprov-plugins/PLUGINS            the plugin names, one per line
     credprov-plugins/BUILD_ID           <version>-<digest of runtime/>: the versioned dir name
-    credprov-plugins/REQUIREMENTS       what a node needs (glibc, libraries), measured
+    credprov-plugins/REQUIREMENTS       what a node needs (glibc floor, libraries), measured,
+                                        and what the bundle carries (CPython, OpenSSL, every
+                                        frozen distribution with its version)
     credprov-plugins/MANIFEST           ``sha256  path`` of every regular file of runtime/, so
                                         ``install`` can tell a whole installed runtime from a
                                         damaged one (``sha256sum -c``, no Python on the node)
-    credprov-plugins/runtime/           the PyInstaller onedir (credprov-plugins + _internal/)
+    credprov-plugins/runtime/           the frozen runtime (credprov-plugins + lib/)
 """
 
 from __future__ import annotations
@@ -39,8 +33,6 @@ import importlib.util
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tarfile
 import tempfile
 import time
@@ -49,7 +41,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from credprov.base import elf
 from credprov.bundle._multicall import PLUGINS, RUNTIME_NAME, TOOLS
+from credprov.bundle.freeze import FLOOR, NODE_LIBRARIES, Interpreter, freeze, pinned_distributions
 from credprov.bundle.layout import BUNDLE_DIR, BundleError, go_arch
 from credprov.bundle.tarball import open_bundle
 from credprov.sdk import LAZY_MODULES
@@ -85,8 +79,9 @@ EXCLUDES = (
     "credprov.cri.client",
 )
 
-#: Runtime hooks that only support APIs the plugins never use frozen (see module docstring).
-DROPPED_RUNTIME_HOOKS = ("pyi_rth_inspect", "pyi_rth_pkgutil", "pyi_rth_multiprocessing")
+#: Packages that read their own files by path (botocore's service models, certifi's CA file
+#: for the SDKs' fallback) stay out of ``library.zip``.
+ZIP_EXCLUDE = ("botocore", "certifi")
 
 #: botocore service models the ECR plugin calls (private and public ECR, STS for KEP-4412
 #: roles, SSO for profiles that use it); every other service's models are removed.
@@ -134,43 +129,6 @@ def _package_root(package: str) -> str:
     return os.path.dirname(os.path.abspath(next(iter(spec.submodule_search_locations))))
 
 
-def _needs_module(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
-
-
-def _spec_text(entry: Path, plugins: Sequence[str], workdir: Path) -> str:
-    packages = sorted({p for n in plugins for p in PLUGIN_PACKAGES[n]})
-    tools = sorted({entry.partition(":")[0] for entry in TOOLS.values()})
-    # credprov.sdk exports names loaded by importlib on first use (PEP 562), which
-    # PyInstaller's analysis cannot follow: their modules are listed here.
-    tools += LAZY_MODULES
-    pathex = sorted({_package_root("credprov"), *(_package_root(p) for p in packages)})
-    excludes = list(EXCLUDES)
-    # A plugin's cloud SDK only when that plugin is bundled.
-    if "ecr-credential-provider" not in plugins:
-        excludes += ["boto3", "botocore", "s3transfer"]
-    if "auth-provider-gcp" not in plugins:
-        excludes += ["google", "google.auth"]
-    if "acr-credential-provider" not in plugins:
-        excludes += ["azure", "msal", "msal_extensions"]
-    if not {"auth-provider-gcp", "acr-credential-provider"} & set(plugins):
-        excludes += ["requests"]
-    return f"""# Generated by credprov.bundle.build; do not edit.
-import sys
-sys.path[:0] = {pathex!r}
-from PyInstaller.utils.hooks import collect_submodules
-
-hidden = [m for p in {packages!r} for m in collect_submodules(p)] + {tools!r}
-a = Analysis([{str(entry)!r}], pathex={pathex!r}, hiddenimports=hidden,
-             excludes={excludes!r}, noarchive=False)
-a.scripts = [s for s in a.scripts if s[0] not in {DROPPED_RUNTIME_HOOKS!r}]
-pyz = PYZ(a.pure)
-exe = EXE(pyz, a.scripts, [], exclude_binaries=True, name={RUNTIME_NAME!r},
-          strip=True, upx=False, console=True)
-coll = COLLECT(exe, a.binaries, a.datas, strip=True, upx=False, name="runtime")
-"""
-
-
 def _entry_text(plugins: Sequence[str]) -> str:
     table = {n: PLUGINS[n] for n in plugins}
     return f"import sys\nfrom credprov.bundle._multicall import main\nsys.exit(main({table!r}))\n"
@@ -185,37 +143,43 @@ def _prune_botocore(internal: Path) -> None:
             shutil.rmtree(child)
 
 
-def _freeze(plugins: Sequence[str], workdir: Path) -> Path:
-    """Run PyInstaller; return the onedir (``runtime/``)."""
-    if not _needs_module("PyInstaller"):
-        raise BundleError(
-            "PyInstaller is not installed in this environment (pip install 'credprov[dev]')"
-        )
+def _excludes(plugins: Sequence[str]) -> list[str]:
+    excludes = list(EXCLUDES)
+    # A plugin's cloud SDK only when that plugin is bundled.
+    if "ecr-credential-provider" not in plugins:
+        excludes += ["boto3", "botocore", "s3transfer"]
+    if "auth-provider-gcp" not in plugins:
+        excludes += ["google", "google.auth"]
+    if "acr-credential-provider" not in plugins:
+        excludes += ["azure", "msal", "msal_extensions"]
+    if not {"auth-provider-gcp", "acr-credential-provider"} & set(plugins):
+        excludes += ["requests"]
+    return excludes
+
+
+def _freeze(plugins: Sequence[str], workdir: Path, arch: str) -> tuple[Path, Interpreter]:
+    """Freeze ``plugins`` for ``arch``; return the runtime directory and its interpreter."""
     entry = workdir / "credprov_plugins_entry.py"
     entry.write_text(_entry_text(plugins))
-    spec = workdir / "credprov-plugins.spec"
-    spec.write_text(_spec_text(entry, plugins, workdir))
-    cmd = [
-        sys.executable,
-        "-m",
-        "PyInstaller",
-        "--noconfirm",
-        "--clean",
-        "--log-level",
-        "WARN",
-        "--distpath",
-        str(workdir / "dist"),
-        "--workpath",
-        str(workdir / "build"),
-        str(spec),
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
-    if proc.returncode != 0:
-        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-        raise BundleError(f"PyInstaller failed (exit {proc.returncode}): {tail}")
+    packages = sorted({p for n in plugins for p in PLUGIN_PACKAGES[n]})
+    # The tools' entry modules, and the modules credprov.sdk exports lazily (PEP 562), which
+    # no import statement names for the freezer to follow.
+    includes = sorted({tool.partition(":")[0] for tool in TOOLS.values()}) + list(LAZY_MODULES)
     runtime = workdir / "dist" / "runtime"
-    _prune_botocore(runtime / "_internal")
-    return runtime
+    runtime.parent.mkdir(parents=True)
+    found = freeze(
+        entry,
+        RUNTIME_NAME,
+        runtime,
+        arch,
+        sources=sorted({_package_root("credprov"), *(_package_root(p) for p in packages)}),
+        packages=packages,
+        includes=includes,
+        excludes=_excludes(plugins),
+        zip_exclude=ZIP_EXCLUDE,
+    )
+    _prune_botocore(runtime / "lib")
+    return runtime, found
 
 
 def tree_digest(root: Path) -> str:
@@ -238,25 +202,59 @@ _GLIBC = re.compile(rb"GLIBC_(2\.\d+(?:\.\d+)?)\x00")
 
 
 def newest_glibc(data: bytes) -> tuple[int, ...]:
-    """The newest ``GLIBC_2.x`` symbol version an ELF file names: the one it needs, or for
-    glibc's own ``libc.so.6`` the newest it provides; ``(2, 0)`` when none."""
+    """The newest ``GLIBC_2.x`` version name an ELF file holds: for glibc's own
+    ``libc.so.6``, the newest it provides; ``(2, 0)`` when none."""
     newest: tuple[int, ...] = (2, 0)
     for match in _GLIBC.findall(data):
         newest = max(newest, tuple(int(p) for p in match.decode().split(".")))
     return newest
 
 
-def required_glibc(root: Path) -> str:
-    """The newest ``GLIBC_2.x`` symbol version named by any ELF file under ``root``."""
-    newest: tuple[int, ...] = (2, 0)
-    for path in root.rglob("*"):
+@dataclass(frozen=True)
+class GlibcNeed:
+    """An ELF file of a runtime that needs a glibc version above a floor, and for what."""
+
+    path: str  # relative to the runtime
+    version: tuple[int, ...]
+    symbols: tuple[str, ...]
+
+    def __str__(self) -> str:
+        version = ".".join(map(str, self.version))
+        named = ", ".join(f"{s}@GLIBC_{version}" for s in self.symbols[:3]) or f"GLIBC_{version}"
+        return f"{self.path} needs {named}"
+
+
+def glibc_needs(root: Path) -> list[GlibcNeed]:
+    """For every ELF file under ``root``, its newest ``GLIBC_2.x`` version need (what the
+    loader checks: ``DT_VERNEED``) and the symbols bound to it; sorted by path."""
+    found = []
+    for path in sorted(root.rglob("*")):
         if path.is_symlink() or not path.is_file():
             continue
         with path.open("rb") as fh:
             if fh.read(4) != b"\x7fELF":
                 continue
-            data = fh.read()
-        newest = max(newest, newest_glibc(data))
+            fh.seek(0)
+            info = elf.parse(fh.read())
+        if info is None:
+            continue
+        versions = [(elf.glibc_version(n.version), n) for n in info.version_needs]
+        known = [(v, n) for v, n in versions if v is not None]
+        if known:
+            version, need = max(known, key=lambda pair: pair[0])
+            found.append(GlibcNeed(path.relative_to(root).as_posix(), version, need.symbols))
+    return found
+
+
+def audit_glibc(root: Path, floor: tuple[int, ...] = FLOOR) -> list[GlibcNeed]:
+    """The ELF files under ``root`` that need a glibc newer than ``floor`` (empty: every
+    file loads on a node with glibc ``floor``)."""
+    return [need for need in glibc_needs(root) if need.version > floor]
+
+
+def required_glibc(root: Path) -> str:
+    """The newest ``GLIBC_2.x`` version any ELF file under ``root`` needs."""
+    newest = max((need.version for need in glibc_needs(root)), default=(2, 0))
     return ".".join(str(p) for p in newest)
 
 
@@ -286,8 +284,35 @@ def _script(name: str) -> str:
     return resources.files("credprov.bundle").joinpath(name).read_text(encoding="utf-8")
 
 
-def assemble(runtime: Path, plugins: Sequence[str], out_dir: Path) -> tuple[Path, str, str]:
-    """Lay out ``out_dir/credprov-plugins/`` around a frozen ``runtime`` directory.
+def requirements_text(arch: str, glibc: str, carried: Interpreter | None = None) -> str:
+    """``REQUIREMENTS``: its first line what a node needs (the installer quotes it when it
+    refuses a node), then what the runtime carries, each with its version."""
+    floor = ".".join(map(str, FLOOR))
+    lines = [
+        f"linux/{arch}; glibc >= {floor} (the floor: manylinux2014; newest needed: {glibc}); "
+        f"{', '.join(NODE_LIBRARIES)} (zlib) on the node's library path; "
+        "a bin dir on a filesystem mounted without noexec"
+    ]
+    if carried is not None:
+        lines += [
+            f"interpreter: CPython {carried.python} (freeze-core {carried.freeze_core}); "
+            f"standard library compiled from CPython {carried.stdlib}",
+            f"openssl: {carried.openssl}",
+            *(f"frozen: {pin}" for pin in pinned_distributions(arch)),
+        ]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def assemble(
+    runtime: Path,
+    plugins: Sequence[str],
+    out_dir: Path,
+    *,
+    arch: str | None = None,
+    carried: Interpreter | None = None,
+) -> tuple[Path, str, str]:
+    """Lay out ``out_dir/credprov-plugins/`` around a frozen ``runtime`` directory for
+    ``arch`` (this machine's when None).
 
     Returns ``(bundle_dir, build_id, glibc)``. Also used by the tests with a stand-in runtime.
     """
@@ -307,10 +332,7 @@ def assemble(runtime: Path, plugins: Sequence[str], out_dir: Path) -> tuple[Path
     (bundle / "PLUGINS").write_text("".join(f"{n}\n" for n in plugins))
     (bundle / "BUILD_ID").write_text(build_id + "\n")
     (bundle / "MANIFEST").write_text(manifest_text(bundle / "runtime"))
-    (bundle / "REQUIREMENTS").write_text(
-        f"linux/{go_arch()}; glibc >= {glibc}; libz.so.1 (zlib) on the node's library path; "
-        "a bin dir on a filesystem mounted without noexec\n"
-    )
+    (bundle / "REQUIREMENTS").write_text(requirements_text(go_arch(arch), glibc, carried))
     return bundle, build_id, glibc
 
 
@@ -391,24 +413,31 @@ def build_bundle(
     (created when missing).
 
     Args:
-        arch: the architecture to build for (Go's name); only this machine's here.
+        arch: the architecture to build for (Go's name; this machine's when None). Either
+            architecture is built on any host (:mod:`credprov.bundle.freeze`).
 
     Raises:
-        BundleError: unknown plugin or architecture, PyInstaller missing or failing,
+        BundleError: unknown plugin or architecture, cx_Freeze missing or failing, a file
+            of the runtime above the glibc floor (named, with its symbols),
             an ``out_dir`` that cannot be created or written.
     """
     started = time.monotonic()
     plugins = select_plugins(names)
-    if arch is not None and go_arch(arch) != go_arch():
-        raise BundleError(
-            f"cannot build for linux/{go_arch(arch)} on this linux/{go_arch()} machine"
-        )
+    arch = go_arch(arch) if arch else go_arch()
     out = make_out_dir(out_dir)
     with tempfile.TemporaryDirectory(prefix="credprov-bundle-") as tmp:
         work = Path(tmp)
-        runtime = _freeze(plugins, work)
-        bundle, build_id, glibc = assemble(runtime, plugins, work / "out")
-        tarball = out / tarball_name()
+        runtime, carried = _freeze(plugins, work, arch)
+        above = audit_glibc(runtime)
+        if above:
+            raise BundleError(
+                f"the linux/{arch} runtime would need glibc above the floor "
+                f"{'.'.join(map(str, FLOOR))}: {'; '.join(map(str, above[:3]))}"
+            )
+        bundle, build_id, glibc = assemble(
+            runtime, plugins, work / "out", arch=arch, carried=carried
+        )
+        tarball = out / tarball_name(arch)
         write_tarball(bundle, tarball)
         unpacked = _tree_size(bundle)
         if keep_dir:

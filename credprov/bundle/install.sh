@@ -54,7 +54,7 @@ usage() {
     cat <<EOF
 usage: install --bin-dir DIR [--force] [--uninstall] [--no-verify] [--prefix credprov-]
                [--node-root ROOT --node-bin-dir PATH] [--] [PLUGIN...]
-       install --list
+       install --list | --version
 
 Install credprov's plugins (all when no PLUGIN is named) into the kubelet's bin dir DIR
 under their kubelet names, atomically and idempotently. The runtime is copied once into
@@ -73,6 +73,8 @@ this installer did not write is never replaced unless --force; a directory never
   --no-verify         do not run the new runtime at all (by default it runs once here,
                       where a missing glibc or libz or a noexec mount shows at once)
   --list              print this bundle's plugin names
+  --version           print this bundle's build id and what it needs and carries (the
+                      glibc floor; CPython, OpenSSL and every frozen distribution, versioned)
 
 Installs into one DIR are serialised by a lock (DIR/.credprov-plugins.lock); one left by a
 killed install is broken once its owner is provably gone (see the script's header), and a
@@ -175,6 +177,11 @@ while [ $# -gt 0 ]; do
     --uninstall) uninstall=1 ;;
     --no-verify) verify=0 ;;
     --list) printf '%s\n' "$known"; exit 0 ;;
+    --version)
+        printf 'credprov-plugins %s\n' "$(head -c 256 "$here/BUILD_ID" 2>/dev/null | head -n 1)"
+        head -c 65536 "$here/REQUIREMENTS" 2>/dev/null || :
+        exit 0
+        ;;
     -h | --help) usage; exit 0 ;;
     --)
         shift

@@ -13,13 +13,16 @@ import platform
 
 from credprov.errors import CredprovError
 
-__all__ = ["ARCHES", "BUNDLE_DIR", "BundleError", "go_arch"]
+__all__ = ["ARCHES", "BUNDLE_DIR", "BundleError", "go_arch", "machine_of"]
 
 #: The top directory of every bundle tarball (and the runtime executable's name).
 BUNDLE_DIR = "credprov-plugins"
 
 #: ``platform.machine()`` spellings -> the architecture as Go (and container images) name it.
 _GO_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+
+#: Go's name -> the kernel's (``uname -m``), qemu's and manylinux wheels' name.
+_MACHINE = {"amd64": "x86_64", "arm64": "aarch64"}
 
 #: The architectures a bundle or an installer image can be made for (``linux/<arch>``).
 ARCHES = frozenset(_GO_ARCH.values())
@@ -40,3 +43,18 @@ def go_arch(machine: str | None = None) -> str:
         return _GO_ARCH[machine]
     except KeyError:
         raise BundleError(f"unsupported architecture {machine!r}") from None
+
+
+def machine_of(arch: str) -> str:
+    """The kernel's name (``uname -m``; also qemu's and manylinux wheels') of the
+    architecture Go names ``arch``.
+
+    Raises:
+        BundleError: an architecture bundles are not made for.
+    """
+    try:
+        return _MACHINE[arch]
+    except KeyError:
+        raise BundleError(
+            f"unknown architecture {arch!r}; supported: {', '.join(sorted(_MACHINE))}"
+        ) from None
