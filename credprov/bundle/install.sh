@@ -73,8 +73,8 @@ this installer did not write is never replaced unless --force; a directory never
   --no-verify         do not run the new runtime at all (by default it runs once here,
                       where a missing glibc or libz or a noexec mount shows at once)
   --list              print this bundle's plugin names
-  --version           print this bundle's build id and what it needs and carries (the
-                      glibc floor; CPython, OpenSSL and every frozen distribution, versioned)
+  --version           print this bundle's build id, what it needs (the glibc floor) and
+                      what it carries (CPython, OpenSSL, each frozen distribution's version)
 
 Installs into one DIR are serialised by a lock (DIR/.credprov-plugins.lock); one left by a
 killed install is broken once its owner is provably gone (see the script's header), and a

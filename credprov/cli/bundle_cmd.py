@@ -19,8 +19,9 @@ def add_parser(sub: Any) -> None:
         "bundle",
         help="build the plugins for nodes without Python (tarball, installer image)",
         description=(
-            "Freeze PLUGIN... (default: all) with PyInstaller into one relocatable runtime "
-            "for this machine's OS and architecture and write "
+            "Freeze PLUGIN... (default: all) with cx_Freeze on freeze-core's manylinux2014 "
+            "CPython into one relocatable runtime for Linux (glibc >= 2.17) on this "
+            "machine's architecture or each --arch, and write "
             "DIR/credprov-plugins-<version>-linux-<arch>.tar.gz (DIR is created); unpacked, "
             "credprov-plugins/install --bin-dir DIR puts the plugins into a kubelet bin dir. "
             "With --oci-archive, also write the installer image (FROM scratch, static "
@@ -38,10 +39,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--arch",
         metavar="ARCH[,ARCH]",
-        help="build for ARCH (amd64, arm64; default: this machine's); another architecture "
-        "is built as root under qemu-user-static in a cached Debian root, whose busybox and "
-        "glibc then go into that architecture's image; several give one multi-architecture "
-        "image with --oci-archive",
+        help="build for ARCH (amd64, arm64; default: this machine's); either is frozen here "
+        "without emulation; another architecture's image (--oci-archive) takes its busybox "
+        "and glibc from a cached Debian root made as root under qemu-user-static; several "
+        "give one multi-architecture image with --oci-archive",
     )
     p.add_argument("--oci-archive", metavar="FILE", help="write the installer image")
     p.add_argument(
@@ -163,9 +164,9 @@ def _build(
         else:
             from credprov.bundle.cross import build_for_arch, build_root
 
-            result = build_for_arch(out, arch, args.plugins)
-            if args.oci_archive:  # that architecture's busybox and glibc
+            if args.oci_archive:  # that architecture's busybox and glibc, refused first
                 sysroots.setdefault(arch, str(build_root(arch)))
+            result = build_for_arch(out, arch, args.plugins)
         tarballs.append(result.tarball)
         document["bundles"].append(
             {

@@ -1,8 +1,8 @@
-"""``credprov bundle`` without PyInstaller: every error path is one line, bundle tarballs are
+"""``credprov bundle`` without freezing: every error path is one line, bundle tarballs are
 checked whole before use, ``--out`` is created, ``--oci-archive`` alone writes only the
 image, one image holds several architectures, and a layer is streamed (bounded memory).
 
-A stand-in runtime (a shell script, laid out by the real ``assemble``) takes PyInstaller's
+A stand-in runtime (a shell script, laid out by the real ``assemble``) takes the frozen one's
 place; where a build is needed, ``build._freeze`` returns it.
 """
 
@@ -410,9 +410,9 @@ def test_every_error_is_one_line(
 
 @pytest.fixture
 def stand_in_freeze(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``build_bundle`` with a stand-in runtime instead of PyInstaller's."""
+    """``build_bundle`` with a stand-in runtime instead of a frozen one."""
     runtime = stand_in_runtime(tmp_path / "freeze")
-    monkeypatch.setattr(build, "_freeze", lambda plugins, workdir: runtime)
+    monkeypatch.setattr(build, "_freeze", lambda plugins, workdir, arch: (runtime, None))
 
 
 @pytest.mark.usefixtures("stand_in_freeze")
