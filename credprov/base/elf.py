@@ -26,10 +26,15 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-__all__ = ["MAX_ENTRIES", "Elf", "VersionNeed", "glibc_version", "parse"]
+__all__ = ["MAX_ENTRIES", "Elf", "VersionNeed", "arch_of", "glibc_version", "parse"]
 
 #: At most this many program headers, dynamic entries, version needs or symbols are read.
 MAX_ENTRIES = 1 << 16
+
+#: ``e_machine`` -> the architecture as Go and container images name it (the ones a Linux
+#: node runs; 64-bit little-endian where the name depends on it).
+_GO_ARCH = {3: "386", 40: "arm", 62: "amd64", 183: "arm64", 243: "riscv64", 21: "ppc64le",
+            22: "s390x"}  # fmt: skip
 
 _PT_LOAD, _PT_DYNAMIC, _PT_INTERP = 1, 2, 3
 _DT_NULL, _DT_NEEDED, _DT_STRTAB = 0, 1, 5
@@ -58,6 +63,15 @@ class Elf:
     interpreter: str | None = None
     needed: tuple[str, ...] = ()
     version_needs: tuple[VersionNeed, ...] = field(default=())
+
+
+def arch_of(data: bytes) -> str | None:
+    """The architecture an ELF file is for (``"amd64"``, ``"arm64"``, ...; ``"EM_<n>"`` for
+    others); None if ``data`` does not start with an ELF header."""
+    if len(data) < 20 or data[:4] != b"\x7fELF" or data[5] not in (1, 2):
+        return None
+    (number,) = struct.unpack_from("<H" if data[5] == 1 else ">H", data, 18)
+    return _GO_ARCH.get(number, f"EM_{number}")
 
 
 def glibc_version(name: str) -> tuple[int, ...] | None:

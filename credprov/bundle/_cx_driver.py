@@ -57,7 +57,7 @@ def _target_path_finder(suffixes: list[str]) -> type[PathFinder]:
         """``PathFinder`` whose file finders know the target's extension suffixes."""
 
         @classmethod
-        def _path_importer_cache(cls, path: str) -> FileFinder:  # type: ignore[override]
+        def _path_importer_cache(cls, path: str) -> FileFinder:
             path = path or os.getcwd()
             finder = finders.get(path)
             if finder is None:
@@ -86,12 +86,12 @@ def _retarget(machine: str) -> None:
     config = sysconfig.get_config_vars()
     config["SOABI"], config["EXT_SUFFIX"] = soabi, suffixes[0]
     for module in (cx_Freeze._compat, cx_Freeze.finder, cx_Freeze.executable):
-        module.SOABI = soabi  # type: ignore[attr-defined]
+        module.SOABI = soabi
     cx_Freeze._compat.EXT_SUFFIX = suffixes[0]
-    cx_Freeze.finder.EXTENSION_SUFFIXES = suffixes  # type: ignore[attr-defined]
-    cx_Freeze.finder.ALL_SUFFIXES = [*SOURCE_SUFFIXES, *BYTECODE_SUFFIXES, *suffixes]  # type: ignore[attr-defined]
-    cx_Freeze.module.EXTENSION_SUFFIXES = suffixes  # type: ignore[attr-defined]
-    cx_Freeze.finder.PathFinder = _target_path_finder(suffixes)  # type: ignore[attr-defined]
+    cx_Freeze.finder.EXTENSION_SUFFIXES = suffixes
+    cx_Freeze.finder.ALL_SUFFIXES = [*SOURCE_SUFFIXES, *BYTECODE_SUFFIXES, *suffixes]
+    cx_Freeze.module.EXTENSION_SUFFIXES = suffixes
+    cx_Freeze.finder.PathFinder = _target_path_finder(suffixes)
 
 
 def main(config_path: str) -> int:
@@ -102,7 +102,7 @@ def main(config_path: str) -> int:
     import cx_Freeze.hooks._ssl_
     from cx_Freeze import Executable, Freezer
 
-    cx_Freeze.hooks._ssl_.Hook.ssl = lambda self, finder, module: None  # type: ignore[method-assign]
+    cx_Freeze.hooks._ssl_.Hook.ssl = lambda self, finder, module: None
     _retarget(config["machine"])
     freezer = Freezer(
         [Executable(config["script"], base="console", target_name=config["name"])],

@@ -55,9 +55,7 @@ _PROBE_LIMIT = 4096
 def check_arch(arch: str) -> str:
     """``arch`` if it is one credprov builds for; else a one-line :class:`BundleError`."""
     if arch not in ARCHES:
-        raise BundleError(
-            f"unknown architecture {arch!r}; supported: {', '.join(sorted(ARCHES))}"
-        )
+        raise BundleError(f"unknown architecture {arch!r}; supported: {', '.join(sorted(ARCHES))}")
     return arch
 
 

@@ -55,8 +55,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from credprov.base import elf
 from credprov.base.rootfs import NodeRoot
-from credprov.bundle._elf import dynamic_info, machine
 from credprov.bundle._multicall import TOOLS
 from credprov.bundle.build import _temp_next_to, newest_glibc
 from credprov.bundle.layout import BUNDLE_DIR, BundleError, go_arch
@@ -136,7 +136,7 @@ def _info(name: str, kind: bytes, mode: int, size: int = 0, link: str = "") -> t
 
 def _is_static(data: bytes) -> bool:
     """True for an ELF file without a program interpreter (PT_INTERP): no loader needed."""
-    info = dynamic_info(data)
+    info = elf.parse(data)
     return info is not None and info.interpreter is None
 
 
@@ -150,7 +150,7 @@ def _read_busybox(sysroot: Sysroot, arch: str) -> bytes:
         ) from None
     if not _is_static(data):
         raise BundleError(f"{where} is not a static executable (install busybox-static)")
-    found = machine(data)
+    found = elf.arch_of(data)
     if found != arch:
         raise BundleError(
             f"{where} is an {found} program and the bundle is for linux/{arch}: give that "
@@ -240,9 +240,9 @@ class RuntimeNeeds:
     """What the bundle's runtime asks of the system: the file names it brings itself, the
     loader and libraries its ELF files name, the newest glibc symbol version.
 
-    The executable (PyInstaller's bootloader, the one file with a loader) gets its libraries
-    from the system before it can point anything at ``_internal/``: its ``libz.so.1`` comes
-    from the system although the bundle has one (see ``REQUIREMENTS``)."""
+    The executable (the frozen interpreter, the one file with a loader) gets its libraries
+    from the system: glibc's; the extension modules find the bundle's own through their
+    ``$ORIGIN`` run path, and ``libz.so.1`` from the system (see ``REQUIREMENTS``)."""
 
     provided: set[str] = field(default_factory=set)
     interpreters: set[str] = field(default_factory=set)
@@ -255,7 +255,7 @@ class RuntimeNeeds:
     def add(self, name: str, data: bytes) -> None:
         """Account for one file of the bundle (``name``, its bytes ``data``)."""
         self.provided.add(name.rsplit("/", 1)[-1])
-        info = dynamic_info(data)
+        info = elf.parse(data)
         if info is None:
             return
         if info.interpreter:
@@ -263,7 +263,8 @@ class RuntimeNeeds:
             self.system_needed.update(info.needed)
         else:
             self.needed.update(info.needed)
-        self.glibc = max(self.glibc, newest_glibc(data))
+        for need in info.version_needs:
+            self.glibc = max(self.glibc, elf.glibc_version(need.version) or (2, 0))
 
 
 def _layer_member(member: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -354,7 +355,7 @@ def system_libraries(
                 f"the bundle's runtime needs the loader {interpreter}, which {machine_name} "
                 f"cannot give ({exc.strerror}): {advice}"
             ) from None
-        found = machine(data)
+        found = elf.arch_of(data)
         if arch is not None and found != arch:
             raise BundleError(f"the loader {node.display(interpreter)} is an {found} program "
                               f"and the bundle is for linux/{arch}: {advice}")  # fmt: skip
@@ -374,10 +375,10 @@ def system_libraries(
                 continue
             except OSError as exc:
                 raise BundleError(f"cannot read {node.display(path)}: {exc.strerror}") from None
-            if arch is not None and machine(data) not in (None, arch):
+            if arch is not None and elf.arch_of(data) not in (None, arch):
                 continue  # another architecture's library (a multilib directory)
             files[path.lstrip("/")] = data
-            info = dynamic_info(data)
+            info = elf.parse(data)
             wanted.extend(sorted(set(info.needed if info else ()) - have))
             if soname == "libc.so.6" and newest_glibc(data) < runtime.glibc:
                 raise BundleError(

@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from credprov.base import elf
 from credprov.base.fileio import file_kind
-from credprov.bundle._elf import machine
 from credprov.bundle.layout import ARCHES, BUNDLE_DIR, BundleError
 
 __all__ = ["BundleTarball", "Limits", "open_bundle"]
@@ -275,9 +275,11 @@ def _arch(path: Path, requirements: str, runtime_head: bytes) -> str:
     named = _NAME_ARCH.search(path.name)
     if named is not None and named.group(1) != arch:
         raise _error(path, f"named for linux/{named.group(1)} but built for linux/{arch}")
-    elf = machine(runtime_head)
-    if elf is not None and elf != arch:
-        raise _error(path, f"REQUIREMENTS says linux/{arch} but its runtime is an {elf} program")
+    machine = elf.arch_of(runtime_head)
+    if machine is not None and machine != arch:
+        raise _error(
+            path, f"REQUIREMENTS says linux/{arch} but its runtime is an {machine} program"
+        )
     return arch
 
 

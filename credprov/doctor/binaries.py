@@ -11,17 +11,16 @@ What ``execve`` needs before a plugin prints anything, and what goes wrong on re
   Python); a ``\\r`` at the end of the line (a file saved with CRLF) names an interpreter
   that never exists.
 
-Only headers are read (bounded); nothing is executed. The ELF layout is the System V ABI's,
-parsed with :mod:`struct` (no maintained pure-Python ELF reader is a dependency here, and
-three fields do not justify one).
+Only headers are read (bounded); nothing is executed. The ELF layout is read by credprov's one
+ELF reader, :mod:`credprov.base.elf`.
 """
 
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import dataclass
 
+from credprov.base import elf
 from credprov.base.rootfs import NodeRoot
 
 __all__ = [
@@ -51,8 +50,6 @@ _MACHINES: dict[int, tuple[str, tuple[str, ...]]] = {
     243: ("RISC-V", ("riscv64",)),
     258: ("LoongArch", ("loongarch64",)),
 }
-
-_PT_INTERP = 3
 
 
 @dataclass(frozen=True)
@@ -87,38 +84,10 @@ class Verdict:
 
 def elf_info(data: bytes) -> ElfInfo | None:
     """The machine, class and interpreter of an ELF file's first bytes; None if not ELF."""
-    if len(data) < 52 or data[:4] != b"\x7fELF":
+    info = elf.parse(data)
+    if info is None:
         return None
-    bits = 64 if data[4] == 2 else 32
-    little = data[5] == 1
-    end = "<" if little else ">"
-    (machine,) = struct.unpack_from(end + "H", data, 18)
-    if bits == 64:
-        if len(data) < 64:
-            return ElfInfo(machine, bits, little, None)
-        (phoff,) = struct.unpack_from(end + "Q", data, 32)
-        phentsize, phnum = struct.unpack_from(end + "HH", data, 54)
-    else:
-        (phoff,) = struct.unpack_from(end + "I", data, 28)
-        phentsize, phnum = struct.unpack_from(end + "HH", data, 42)
-    interpreter = None
-    for i in range(phnum):
-        off = phoff + i * phentsize
-        if off + phentsize > len(data):
-            break
-        (p_type,) = struct.unpack_from(end + "I", data, off)
-        if p_type != _PT_INTERP:
-            continue
-        if bits == 64:
-            (p_offset,) = struct.unpack_from(end + "Q", data, off + 8)
-            (p_filesz,) = struct.unpack_from(end + "Q", data, off + 32)
-        else:
-            (p_offset,) = struct.unpack_from(end + "I", data, off + 4)
-            (p_filesz,) = struct.unpack_from(end + "I", data, off + 16)
-        raw = data[p_offset : p_offset + p_filesz]
-        interpreter = raw.split(b"\0", 1)[0].decode("utf-8", "replace") or None
-        break
-    return ElfInfo(machine, bits, little, interpreter)
+    return ElfInfo(info.machine, info.bits, info.little_endian, info.interpreter)
 
 
 def node_machine(root: NodeRoot) -> str:

@@ -110,7 +110,7 @@ def test_the_build_root_has_what_an_arm64_installer_image_takes(
 ) -> None:
     """``cross.build_root`` is the arm64 sysroot of the installer image: a static arm64
     busybox and arm64 glibc (cached: the tarball fixture made or reused it)."""
-    from credprov.bundle._elf import dynamic_info
+    from credprov.base.elf import parse
     from credprov.bundle.cross import build_root
     from credprov.bundle.layout import go_arch
 
@@ -119,7 +119,7 @@ def test_the_build_root_has_what_an_arm64_installer_image_takes(
     sysroot = build_root("arm64")
     busybox = sysroot / "bin" / "busybox"
     assert elf_machine(busybox) == EM_AARCH64
-    info = dynamic_info(busybox.read_bytes())
+    info = parse(busybox.read_bytes())
     assert info is not None and info.interpreter is None and info.needed == ()
     for library in ("lib/ld-linux-aarch64.so.1", "lib/aarch64-linux-gnu/libc.so.6"):
         assert elf_machine(sysroot / library) == EM_AARCH64

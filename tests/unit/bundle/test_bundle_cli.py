@@ -70,7 +70,7 @@ def make_tarball(
 
 def elf_header(e_machine: int) -> bytes:
     """A 64-byte little-endian ELF64 executable header with no program headers: what
-    ``_elf`` reads as a static executable of ``e_machine``."""
+    ``credprov.base.elf`` reads as a static executable of ``e_machine``."""
     ident = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)
     return ident + struct.pack("<HHIQQQIHHHHHH", 2, e_machine, 1, 0, 0, 0, 0, 64, 56, 0, 64, 0, 0)
 

@@ -210,10 +210,10 @@ def layer_of(archive: Path) -> dict[str, tarfile.TarInfo | bytes]:
 
 def dynamic_executable() -> Path:
     """A dynamically linked executable of this machine (``/bin/true``'s coreutils)."""
-    from credprov.bundle._elf import dynamic_info
+    from credprov.base.elf import parse
 
     path = Path(shutil.which("true") or "/bin/true").resolve()
-    info = dynamic_info(path.read_bytes())
+    info = parse(path.read_bytes())
     if info is None or info.interpreter is None:
         pytest.skip(f"{path} is not a dynamically linked ELF executable")
     return path
@@ -223,14 +223,14 @@ def dynamic_executable() -> Path:
 def test_image_has_the_doctor_on_path_and_the_runtimes_system_libraries(tmp_path: Path) -> None:
     """A stand-in runtime that is a real dynamic executable: the image gets its loader and
     libc from this machine."""
-    from credprov.bundle._elf import dynamic_info
+    from credprov.base.elf import parse
 
     exe = dynamic_executable()
     runtime = tmp_path / "runtime-src"
     runtime.mkdir()
     shutil.copyfile(exe, runtime / "credprov-plugins")
     (runtime / "credprov-plugins").chmod(0o755)
-    info = dynamic_info(exe.read_bytes())
+    info = parse(exe.read_bytes())
     assert info is not None and info.interpreter and "libc.so.6" in info.needed
     bundle, _build_id, _glibc = assemble(runtime, NAMES, tmp_path / "out")
     tarball = tmp_path / "b.tar.gz"
@@ -293,16 +293,17 @@ def test_image_refuses_a_machine_without_the_runtimes_libraries(tmp_path: Path) 
 
 
 def test_elf_reader_never_fails_on_bad_input() -> None:
-    from credprov.bundle._elf import Dynamic, dynamic_info
+    from credprov.base.elf import parse
 
     exe = dynamic_executable().read_bytes()
-    info = dynamic_info(exe)
+    info = parse(exe)
     assert info is not None and info.interpreter and "libc.so.6" in info.needed
-    assert dynamic_info(b"#!/bin/sh\n") is None
+    assert parse(b"#!/bin/sh\n") is None
     if Path("/bin/busybox").exists():  # Debian's busybox-static: no loader, no libraries
-        assert dynamic_info(Path("/bin/busybox").read_bytes()) == Dynamic(None, ())
+        static = parse(Path("/bin/busybox").read_bytes())
+        assert static is not None and (static.interpreter, static.needed) == (None, ())
     for size in (0, 4, 51, 52, 63, 64, 200, 4096, len(exe) // 2):
-        dynamic_info(exe[:size])  # truncated: an answer or None, never an exception
+        parse(exe[:size])  # truncated: an answer or None, never an exception
     garbage = bytearray(exe[:64])
     garbage[32:40] = (2**63).to_bytes(8, "little")  # program headers far past the end
-    assert dynamic_info(bytes(garbage)) == dynamic_info(bytes(garbage))
+    assert parse(bytes(garbage)) == parse(bytes(garbage))

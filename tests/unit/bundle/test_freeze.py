@@ -42,7 +42,9 @@ def test_platform_tags_never_rise_above_the_floor(arch: str, tags: tuple[str, ..
 
 
 def test_an_unknown_arch_is_one_line() -> None:
-    with pytest.raises(BundleError, match=r"^unknown architecture 'sparc64'; supported: amd64, arm64$"):
+    with pytest.raises(
+        BundleError, match=r"^unknown architecture 'sparc64'; supported: amd64, arm64$"
+    ):
         freeze.platforms("sparc64")
 
 
