@@ -123,15 +123,15 @@ def cri_runtime(containerd: Containerd) -> Iterator[CRIRuntime]:
 
 @pytest.fixture(scope="session")
 def bundle_tarball(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``credprov bundle`` of every plugin, built once per session (~25 s with PyInstaller).
+    """``credprov bundle`` of every plugin, built once per session (~30 s with cx_Freeze).
     ``CREDPROV_E2E_BUNDLE=FILE`` reuses a tarball built earlier (while developing)."""
     import importlib.util
 
     prebuilt = os.environ.get("CREDPROV_E2E_BUNDLE")
     if prebuilt:
         return Path(prebuilt)
-    if importlib.util.find_spec("PyInstaller") is None:
-        reason = "PyInstaller is not installed (pip install -e '.[dev]')"
+    if importlib.util.find_spec("cx_Freeze") is None:
+        reason = "cx_Freeze is not installed (pip install -e '.[dev]')"
         if os.environ.get("CREDPROV_REQUIRE_E2E") == "1":
             pytest.fail(reason)
         pytest.skip(reason)
@@ -145,10 +145,9 @@ def bundle_tarball(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def arm64_bundle_tarball(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``credprov bundle --arch arm64`` of every plugin, once per session: built under
-    qemu in the cached arm64 build root, or copied from the tarball cache when the sources
-    and pinned distributions are unchanged (``credprov.bundle.cross``). Skips (fails under
-    ``CREDPROV_REQUIRE_E2E=1``) on a host that cannot run arm64 programs."""
+    """``credprov bundle --arch arm64`` of every plugin, once per session (frozen here, no
+    emulation: ``credprov.bundle.freeze``). Skips (fails under ``CREDPROV_REQUIRE_E2E=1``)
+    on a host that cannot run arm64 programs, which the tests that use it need."""
     from credprov.bundle.cross import check_host
     from credprov.bundle.layout import BundleError, go_arch
 
