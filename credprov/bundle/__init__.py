@@ -1,7 +1,8 @@
 """Self-contained plugin bundles for nodes without Python, and their installer image.
 
-* :mod:`credprov.bundle.build`: ``credprov bundle`` — freeze the plugins with PyInstaller
-  (``--onedir``, one multicall runtime, :mod:`credprov.bundle._multicall`) and pack
+* :mod:`credprov.bundle.build`: ``credprov bundle`` — freeze the plugins
+  (:mod:`credprov.bundle.freeze`: one multicall runtime, :mod:`credprov.bundle._multicall`,
+  at the glibc 2.17 floor) and pack
   ``credprov-plugins-<version>-linux-<arch>.tar.gz`` with its POSIX-sh ``install``;
 * :mod:`credprov.bundle.tarball`: a bundle tarball read as untrusted input, checked whole
   (complete, bounded, only ``credprov-plugins/``) before it is unpacked or imaged;

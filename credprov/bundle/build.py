@@ -262,7 +262,7 @@ def manifest_text(root: Path) -> str:
     """``sha256sum``'s format (``<hex>  <relative path>``) for every regular file under
     ``root``, sorted by path: what ``sha256sum -c`` run in an installed copy checks.
 
-    Symlinks and directories are not listed (a PyInstaller onedir on Linux has no symlinks);
+    Symlinks and directories are not listed (a frozen runtime has no symlinks);
     a name with a newline or a backslash could not be written in this format and is refused.
     """
     lines = []

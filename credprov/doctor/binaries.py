@@ -180,7 +180,7 @@ def _check_shebang(
                     False,
                     f"'#!{text}' needs {program} on PATH, and the node has none (PATH {path_dirs})",
                     f"install {program} on the node, or a self-contained build of the plugin "
-                    "(see the bundling notes: PyInstaller/Nuitka)",
+                    "(credprov's bundle: README, 'Put it on your nodes')",
                 )
             return Verdict(True, f"script run by {found} (via {interpreter})")
     if depth == 0:

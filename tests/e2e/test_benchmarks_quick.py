@@ -37,7 +37,7 @@ QUICK = {
 }
 #: Benchmarks too slow for a smoke run, and what covers them instead.
 NOT_QUICK = {
-    "bench_bundle.py": "builds the PyInstaller bundle (minutes); the bundle e2e tests build it",
+    "bench_bundle.py": "builds the bundles (minutes); the bundle e2e tests build it",
 }
 
 

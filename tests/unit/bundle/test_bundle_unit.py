@@ -1,4 +1,4 @@
-"""credprov.bundle without PyInstaller: the installer script on a stand-in runtime, the OCI
+"""credprov.bundle without freezing: the installer script on a stand-in runtime, the OCI
 archive's structure and the image's system libraries (the command itself:
 tests/unit/bundle/test_bundle_cli.py)."""
 
@@ -266,7 +266,7 @@ def test_image_copies_only_libraries_the_bundle_does_not_bring() -> None:
     copied = {path.rsplit("/", 1)[-1] for path in system_libraries(runtime, dirs)}
     assert "libc.so.6" in copied
     assert not {"libssl.so.3", "libcrypto.so.3"} & copied
-    runtime.system_needed.add("libz.so.1")  # as PyInstaller's bootloader needs it
+    runtime.system_needed.add("libz.so.1")  # as the frozen interpreter's zlib module needs it
     assert "libz.so.1" in {p.rsplit("/", 1)[-1] for p in system_libraries(runtime, dirs)}
 
 
