@@ -113,6 +113,31 @@ def node_root(
         shutil.rmtree(parent, ignore_errors=True)
 
 
+@contextmanager
+def glibcless_root() -> Iterator[Path]:
+    """A node root with no glibc at all: a static busybox as ``/bin/sh`` and friends, and an
+    empty :data:`BIN_DIR` (as a musl or busybox-based node: no glibc program starts there).
+
+    The bundle's floor is glibc 2.17 and the oldest root the Debian archive here serves is
+    bullseye (2.31), which runs it: this is the node the installer must refuse."""
+    busybox = Path("/bin/busybox")
+    if not busybox.is_file():
+        _fail_or_skip("no static busybox here (apt install busybox-static)")
+    parent = Path(tempfile.mkdtemp(prefix="credprov-glibcless-"))
+    root = parent / "root"
+    try:
+        (root / "bin").mkdir(parents=True)
+        shutil.copy2(busybox, root / "bin" / "busybox")
+        for applet in ("sh", "ls", "cat", "uname"):
+            (root / "bin" / applet).symlink_to("busybox")
+        (root / BIN_DIR.lstrip("/")).mkdir(parents=True)
+        for directory in (root, parent):
+            directory.chmod(0o755)
+        yield root
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
 def inside(root: Path, path: str) -> Path:
     """The host path of ``path`` inside ``root``."""
     return root / path.lstrip("/")

@@ -29,7 +29,7 @@ import pytest
 from credprov.bundle._multicall import PLUGINS
 from credprov.credentialprovider.plugin.config import load_config
 from tests.e2e.containerd import Containerd
-from tests.e2e.noderoot import BIN_DIR, chroot, inside, node_root
+from tests.e2e.noderoot import BIN_DIR, chroot, glibcless_root, inside, node_root
 
 pytestmark = pytest.mark.e2e
 
@@ -199,10 +199,12 @@ def bundle_requirement(tarball: Path) -> str:
 def test_image_refuses_a_node_whose_glibc_cannot_run_the_runtime(
     containerd: Containerd, installer_ref: str, bundle_tarball: Path
 ) -> None:
-    """Debian bullseye's glibc 2.31: the runtime is run inside the node's root before any
-    name is linked, so the node keeps what it had (today: exit 0 and broken plugins)."""
+    """A node without glibc (below the 2.17 floor; bullseye's 2.31 runs the runtime): the
+    runtime is run inside the node's root before any name is linked, so the node keeps what
+    it had, and the refusal names the floor."""
     needed = bundle_requirement(bundle_tarball)
-    with node_root("bullseye") as old:
+    assert needed.startswith("2.17 ")
+    with glibcless_root() as old:
         inside(old, CONFIG_DIR).mkdir(parents=True)
         proc = run_image(containerd, installer_ref, host_mounts(old),
                          {"PLUGINS": "static-credential-provider", "CREDPROV_CONFIG": CONFIG})  # fmt: skip

@@ -1,6 +1,7 @@
 """The eks-nodeadm profile on a node laid out as nodeadm lays it out, under containerd.
 
-The node is the Python-less bookworm root (``tests/e2e/noderoot.py``) with nodeadm's files
+The node is a Python-less bullseye root (``tests/e2e/noderoot.py``; glibc 2.31, older than
+Amazon Linux 2023's 2.34, which the bundle's 2.17 floor runs on) with nodeadm's files
 planted (``tests/unit/doctor/nodes.py::eks_nodeadm_node``): the AMI's
 ``ecr-credential-provider`` (a stand-in sh script with a fixed answer) and nodeadm's
 ``config.json`` in ``/etc/eks/image-credential-provider``, and the kubelet's flags in
@@ -65,7 +66,8 @@ def plant(root: Path, path: str, text: str, mode: int = 0o644) -> None:
 
 @pytest.fixture(scope="module")
 def eks_root() -> Iterator[Path]:
-    with node_root() as root:
+    # bullseye (glibc 2.31): the oldest root the archive here serves; AL2023 has 2.34.
+    with node_root("bullseye") as root:
         assert find_python(root) == [], "the node root must not have Python"
         nodes.eks_nodeadm_node(root, AMI_ECR_PLUGIN, extra_args=POINT_KUBELET)
         plant(root, "/proc/mounts", "/dev/nvme0n1p1 / xfs rw,relatime 0 0\n")
