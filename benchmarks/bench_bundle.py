@@ -2,7 +2,9 @@
 
 Builds the bundle (``credprov bundle``; timed) unless ``--tarball`` gives one, installs it
 with its own ``install`` into a temporary bin dir, installs the venv launcher of the same
-plugin with ``credprov install``, and runs, interleaved, medians of ``--rounds``:
+plugin with ``credprov install``, and runs, interleaved, medians of ``--rounds``. Each
+``--compare LABEL=TARBALL`` (e.g. ``pyinstaller=...``, a bundle of an earlier build) is
+installed and run in the same rounds, so before → after is measured side by side:
 
 - ``floor``: ``python -I -S -c pass`` (the plugins' start-up floor);
 - ``venv warm`` / ``bundle warm``: ``static-credential-provider`` answering from its
@@ -55,6 +57,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--tarball", metavar="FILE", help="use this bundle (no build)")
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument(
+        "--compare",
+        metavar="LABEL=TARBALL",
+        action="append",
+        default=[],
+        help="another bundle to run in the same rounds (its size is reported too)",
+    )
     args = parser.parse_args()
 
     sys.path.insert(0, str(REPO))
@@ -70,41 +79,57 @@ def main() -> int:
             result = build_bundle(tmp)
             tarball, build_seconds = result.tarball, result.seconds
         size = tarball.stat().st_size
-        bundle = unpack(tarball, tmp / "unpacked")
-        bundle_bin = tmp / "bundle-bin"
+        bundles = {"bundle": tarball}
+        for spec in args.compare:
+            label, _, path = spec.partition("=")
+            bundles[label] = Path(path)
         venv_bin = tmp / "venv-bin"
-        bundle_bin.mkdir()
         venv_bin.mkdir()
-        subprocess.run(
-            [str(bundle / "install"), "--bin-dir", str(bundle_bin), PLUGIN],
-            check=True,
-            capture_output=True,
-        )
         install(str(venv_bin), [PLUGIN])
         cmds = {
             "floor": [sys.executable, "-I", "-S", "-c", "pass"],
             "venv": [str(venv_bin / PLUGIN), "--config", str(CREDENTIALS)],
-            "bundle": [str(bundle_bin / PLUGIN), "--config", str(CREDENTIALS)],
         }
-        samples: dict[str, list[float]] = {
-            k: [] for k in ("floor", "venv warm", "bundle warm", "venv cold", "bundle cold")
-        }
+        for label, path in bundles.items():
+            unpacked = unpack(path, tmp / f"unpacked-{label}")
+            bin_dir = tmp / f"{label}-bin"
+            bin_dir.mkdir()
+            subprocess.run(
+                [str(unpacked / "install"), "--bin-dir", str(bin_dir), PLUGIN],
+                check=True,
+                capture_output=True,
+            )
+            cmds[label] = [str(bin_dir / PLUGIN), "--config", str(CREDENTIALS)]
+        kinds = [k for k in cmds if k != "floor"]
+        samples: dict[str, list[float]] = {"floor": []}
+        for kind in kinds:
+            samples[f"{kind} warm"] = []
+            samples[f"{kind} cold"] = []
         base = {"PATH": "/usr/bin:/bin"}
-        for kind in ("venv", "bundle"):  # fill the warm caches
+        for kind in kinds:  # fill the warm caches
             _time(cmds[kind], {**base, "CREDPROV_PLUGIN_CACHE_DIR": str(tmp / f"{kind}-warm")})
         for i in range(args.rounds):
             samples["floor"].append(_time(cmds["floor"], base))
-            for kind in ("venv", "bundle"):
+            for kind in kinds:
                 warm = {**base, "CREDPROV_PLUGIN_CACHE_DIR": str(tmp / f"{kind}-warm")}
                 samples[f"{kind} warm"].append(_time(cmds[kind], warm))
                 cold = {**base, "CREDPROV_PLUGIN_CACHE_DIR": str(tmp / f"{kind}-cold-{i}")}
                 samples[f"{kind} cold"].append(_time(cmds[kind], cold))
         med = {k: statistics.median(v) * 1000 for k, v in samples.items()}
-        print(f"{'':<12} {'median ms':>10} {'× floor':>8} {'× venv':>7}")
+        print(f"{'':<18} {'median ms':>10} {'× floor':>8} {'× venv':>7} {'× bundle':>9}")
         for key, value in med.items():
-            venv_key = key.replace("bundle", "venv")
-            vs_venv = f"{value / med[venv_key]:.2f}" if key.startswith("bundle") else ""
-            print(f"{key:<12} {value:>10.1f} {value / med['floor']:>8.2f} {vs_venv:>7}")
+            kind, _, temp = key.partition(" ")
+            vs_venv = f"{value / med['venv ' + temp]:.2f}" if temp and kind != "venv" else ""
+            vs_bundle = (
+                f"{value / med['bundle ' + temp]:.2f}"
+                if temp and kind not in ("bundle", "venv")
+                else ""
+            )
+            print(
+                f"{key:<18} {value:>10.1f} {value / med['floor']:>8.2f} {vs_venv:>7} {vs_bundle:>9}"
+            )
+        for label, path in bundles.items():
+            print(f"{label + ' size (gz)':<24} {path.stat().st_size / 1e6:>8.1f} MB")
         warm_ratio = med["bundle warm"] / med["venv warm"]
         cold_ratio = med["bundle cold"] / med["venv cold"]
         checks = [
@@ -124,6 +149,7 @@ def main() -> int:
                         "rounds": args.rounds,
                         "size": size,
                         "build_seconds": build_seconds,
+                        "sizes": {k: v.stat().st_size for k, v in bundles.items()},
                     },
                     indent=2,
                 )

@@ -115,7 +115,8 @@ def main(config_path: str) -> int:
         zip_include_packages=config["zip_include"],
         zip_exclude_packages=config["zip_exclude"],
         replace_paths=[("*", "")],
-        compress=False,
+        compress=False,  # stored: no inflating on every import
+        zip_filename="library.zip",
         silent=True,
     )
     freezer.freeze()
