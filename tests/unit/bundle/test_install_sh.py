@@ -702,10 +702,23 @@ def test_help_describes_every_option(bundles: tuple[Bundle, Bundle]) -> None:
     proc = run(v1, "--help")
     assert proc.returncode == 0
     for word in ("--bin-dir", "--force", "--uninstall", "--no-verify", "--prefix credprov-",
-                 "--node-root", "--node-bin-dir", "--list", "lock", "CREDPROV_INSTALL_LOCK_WAIT",
-                 "MANIFEST"):  # fmt: skip
+                 "--node-root", "--node-bin-dir", "--list", "--version", "lock",
+                 "CREDPROV_INSTALL_LOCK_WAIT", "MANIFEST"):  # fmt: skip
         assert word in proc.stdout
     assert max(len(line) for line in proc.stdout.splitlines()) <= 92
+
+
+def test_version_prints_the_build_id_and_the_requirements(bundles: tuple[Bundle, Bundle]) -> None:
+    """``install --version``: what the bundle needs (the floor) and carries, from files
+    written by ``assemble`` (no runtime is run)."""
+    v1, _v2 = bundles
+    proc = run(v1, "--version")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"credprov-plugins {v1.build_id}"
+    requirements = (v1.dir / "REQUIREMENTS").read_text().splitlines()
+    assert lines[1:] == requirements
+    assert "glibc >= 2.17 (the floor: manylinux2014" in lines[1]
 
 
 # -- a full or read-only bin dir ------------------------------------------------------------
