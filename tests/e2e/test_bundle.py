@@ -197,8 +197,19 @@ def test_plugin_test_results_match_the_venv_plugin(installed: Path, tmp_path: Pa
     (launcher,) = venv_install(str(venv_dir), ["static-credential-provider"])
     venv = conformance(Path(launcher.path), "--arg=--config", f"--arg={host_file}",
                        f"--env=CREDPROV_PLUGIN_CACHE_DIR={tmp_path / 'c2'}")  # fmt: skip
+    if emulated(installed):
+        # Under qemu a first start can pass plugin test's "slow" mark (10% of the deadline)
+        # on a busy machine: that is the emulator's time, not the plugin's answer.
+        bundled = [(n, "pass" if (n, s) == ("deadline", "warn") else s, v) for n, s, v in bundled]
     assert bundled == venv
     assert all(status != "fail" for _, status, _ in bundled)
+
+
+def emulated(root: Path) -> bool:
+    """Whether ``root``'s programs run under qemu here (another architecture's root)."""
+    import platform
+
+    return chroot(root, ["uname", "-m"]).stdout.decode().strip() != platform.machine()
 
 
 def test_ecr_plugin_in_the_root_against_moto(installed: Path, tmp_path: Path) -> None:
