@@ -77,6 +77,18 @@ EXCLUDES = (
     "google.protobuf",
     "credprov.cli",
     "credprov.cri.client",
+    # Standard-library modules no plugin or the doctor imports, whose extension modules
+    # would bring freeze-core's libreadline, libtinfo, libuuid and SQLite (8 MB); the
+    # imports that reach them are optional (uuid falls back from _uuid).
+    "readline",
+    "curses",
+    "_curses",
+    "_uuid",
+    "sqlite3",
+    "_sqlite3",
+    "dbm",
+    "lib2to3",
+    "pydoc_data",
 )
 
 #: Packages that read their own files by path (botocore's service models, certifi's CA file
