@@ -105,7 +105,14 @@ def main(config_path: str) -> int:
     cx_Freeze.hooks._ssl_.Hook.ssl = lambda self, finder, module: None
     _retarget(config["machine"])
     freezer = Freezer(
-        [Executable(config["script"], base="console", target_name=config["name"])],
+        [
+            Executable(
+                config["script"],
+                base="console",
+                init_script=config["init_script"],
+                target_name=config["name"],
+            )
+        ],
         path=[*config["sources"], config["site"], sysconfig.get_paths()["stdlib"]],
         target_dir=config["target"],
         packages=config["packages"],

@@ -263,6 +263,7 @@ def freeze(
         "machine": machine_of(arch),
         "site": str(site),
         "script": str(script),
+        "init_script": str(Path(__file__).with_name("_initscript.py")),
         "name": name,
         "target": str(target),
         "sources": list(sources),
