@@ -288,10 +288,11 @@ def test_acr_plugin_in_the_root_fails_as_the_venv_plugin(installed: Path, tmp_pa
 
 
 def test_docker_helper_plugins_in_the_root(installed: Path) -> None:
-    # A docker credential helper inside the root, run by the kubelet-side bridge.
+    # A docker credential helper inside the root, run by the kubelet-side bridge: the root's
+    # dash, with the root's own glibc (the frozen runtime sets no LD_LIBRARY_PATH for it).
     helper = inside(installed, "/usr/local/bin/docker-credential-e2e")
     helper.write_text(
-        "#!/bin/sh\nread server\n"
+        "#!/bin/sh\nenv > /tmp/helper-env\nread server\n"
         f'printf \'{{"ServerURL":"%s","Username":"helper","Secret":"{PASSWORD}"}}\' "$server"\n'
     )
     helper.chmod(0o755)
@@ -304,6 +305,8 @@ def test_docker_helper_plugins_in_the_root(installed: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     auth = json.loads(proc.stdout)["auth"]
     assert {"username": "helper", "password": PASSWORD} in auth.values()
+    helper_env = inside(installed, "/tmp/helper-env").read_text()
+    assert "LD_LIBRARY_PATH" not in helper_env and "LD_PRELOAD" not in helper_env
 
     # The docker-side helper answers from the kubelet's providers: the engine (pydantic,
     # the config decoder) runs inside the bundle too.
