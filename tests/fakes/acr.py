@@ -444,7 +444,8 @@ def environment(fake: FakeAzure, cert: Certificate) -> dict[str, str]:
     return {
         "AZURE_POD_IDENTITY_AUTHORITY_HOST": fake.imds_url,
         "AZURE_AUTHORITY_HOST": fake.https_url,
-        "REQUESTS_CA_BUNDLE": str(cert.ca_file),
+        # Go's override, which the plugin reads as Go does (the node's directories stay on)
+        "SSL_CERT_FILE": str(cert.ca_file),
         "CREDPROV_ACR_LOGIN_SERVER_URL": fake.https_url,
         "CREDPROV_ACR_IB_CA_FILE": str(cert.ca_file),
         "CREDPROV_ACR_IB_PORT": str(fake.port),
@@ -473,6 +474,8 @@ FOREIGN_VARIABLES = (
     "AZURE_CLIENT_SECRET",
     "AZURE_ENVIRONMENT_FILEPATH",
     "CURL_CA_BUNDLE",
-    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "SSL_CERT_DIR",
+    "CREDPROV_CA_ROOT",
     "CREDPROV_ACR_MAX_RETRIES",
 )
