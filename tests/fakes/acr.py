@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.fakes.tls import ServerCertificate
+
 #: Inside every token and secret the fake hands out (the tests' canary).
 SECRET_MARK = "canary-s3cr3t-7d1f0c"
 
@@ -415,8 +417,9 @@ def _remember_sni(sslsock: Any, name: str | None, ctx: Any) -> None:
 
 
 @contextmanager
-def running(cert: Certificate) -> Iterator[FakeAzure]:
-    """Start the two servers; stop them on exit, also when the body raises."""
+def running(cert: Certificate | ServerCertificate) -> Iterator[FakeAzure]:
+    """Start the two servers; stop them on exit, also when the body raises. ``cert``: the
+    fake's own self-signed one, or one issued by a :class:`tests.fakes.tls.TestCA`."""
     fake = FakeAzure()
     imds = _Server("imds", fake, None)
     https = _Server("https", fake, cert.server_context())
