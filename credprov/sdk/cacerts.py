@@ -171,7 +171,9 @@ class CertPool:
             where = ", ".join(self.tried)
             why = f" ({self.error})" if self.error else ""
             return f"no CA certificates found in the node's store{why}; looked at {where}"
-        return f"{len(self.certs)} CA certificates from {', '.join(self.sources)}"
+        count = len(self.certs)
+        noun = "certificate" if count == 1 else "certificates"
+        return f"{count} CA {noun} from {', '.join(self.sources)}"
 
     def ssl_context(self) -> ssl.SSLContext:
         """A TLS client context (hostname checked, TLS 1.2 or newer, as Go's default)

@@ -74,6 +74,13 @@ def ca_file() -> str:
     return system_cert_pool().ca_file()
 
 
+def trusted() -> str:
+    """What :func:`ca_file` holds, for messages about a failed handshake."""
+    from credprov.sdk.cacerts import system_cert_pool
+
+    return "trusting " + system_cert_pool().describe()
+
+
 def max_retries() -> int:
     """``$CREDPROV_ACR_MAX_RETRIES`` (0-10), else :data:`DEFAULT_MAX_RETRIES`."""
     raw = os.environ.get(MAX_RETRIES_ENV, "").strip()

@@ -221,7 +221,8 @@ class AcrClient:
             raise ExchangeError(f"{what}: timed out talking to {host}") from None
         except requests.exceptions.SSLError:
             raise ExchangeError(
-                f"{what}: TLS handshake with {host} failed (certificate not trusted?)"
+                f"{what}: TLS handshake with {host} failed (certificate not trusted?; "
+                f"{_http.trusted()})"
             ) from None
         except requests.ConnectionError as exc:
             from urllib3.exceptions import ReadTimeoutError

@@ -167,7 +167,8 @@ def _failure_reason(exc: requests.RequestException, timeout: float) -> str:
     if isinstance(exc, requests.Timeout) or isinstance(last_error(exc), ReadTimeoutError):
         return f"timed out after {timeout:g}s"
     if isinstance(exc, requests.exceptions.SSLError):
-        return "TLS handshake failed (certificate not trusted by the node's CA store?)"
+        trusting = _system_cert_pool().describe()
+        return f"TLS handshake failed (certificate not trusted?; trusting {trusting})"
     if isinstance(exc, requests.ConnectionError):
         return _os_reason(exc) or "connection failed"
     return type(exc).__name__
