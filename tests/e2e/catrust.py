@@ -68,11 +68,13 @@ LAYOUTS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
     ),
 }
 
-#: The plugins checked, by cloud.
+#: The scenarios (the plugin, and which of its HTTPS clients is checked) -> the plugin.
 CLOUDS = {
-    "ecr": "ecr-credential-provider",
-    "gcp": "auth-provider-gcp",
-    "acr": "acr-credential-provider",
+    "ecr": "ecr-credential-provider",  # botocore: ECR's GetAuthorizationToken
+    "gcp": "auth-provider-gcp",  # requests: a google-dockercfg-url over HTTPS
+    "gcp-sts": "auth-provider-gcp",  # google-auth's STS client (workload identity)
+    "acr": "acr-credential-provider",  # requests: the /v2/ challenge and the exchange
+    "acr-sa": "acr-credential-provider",  # azure-identity / azure-core: AAD, then ACR
 }
 
 G = "credentialprovider.kubelet.k8s.io"
@@ -254,7 +256,44 @@ def _acr(cert: ServerCertificate) -> Iterator[_Fake]:
         )
 
 
-_FAKES = {"ecr": _ecr, "gcp": _gcp, "acr": _acr}
+@contextlib.contextmanager
+def _gcp_sts(cert: ServerCertificate) -> Iterator[_Fake]:
+    from tests.fakes.gcp import FakeMetadataServer, FakeSTSServer
+
+    with FakeMetadataServer() as mds, FakeSTSServer(tls=cert) as sts:
+        yield _Fake(
+            env={"GCE_METADATA_HOST": mds.host, "CREDPROV_GCP_STS_ENDPOINT": sts.endpoint},
+            args=[
+                "get-credentials",
+                "--identity-provider=https://container.googleapis.com/v1/projects/p/x",
+                "--project-id=p",
+            ],
+            request={
+                "image": "us-docker.pkg.dev/p/r/app",
+                "serviceAccountToken": SA_TOKEN,
+                "serviceAccountAnnotations": {"iam.gke.io/enable-wi-image-pull": "true"},
+            },
+            expected_key="us-docker.pkg.dev",
+        )
+
+
+@contextlib.contextmanager
+def _acr_sa(cert: ServerCertificate) -> Iterator[_Fake]:
+    with _acr(cert) as fake:
+        fake.request.update(
+            serviceAccountToken=SA_TOKEN,
+            serviceAccountAnnotations={
+                "kubernetes.azure.com/acr-client-id": "pod-client",
+                "kubernetes.azure.com/acr-tenant-id": "pod-tenant",
+            },
+        )
+        yield fake
+
+
+#: A service-account token (its signature is never checked by the fakes).
+SA_TOKEN = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6YTpiIn0.c2ln"
+
+_FAKES = {"ecr": _ecr, "gcp": _gcp, "gcp-sts": _gcp_sts, "acr": _acr, "acr-sa": _acr_sa}
 
 
 def run_over_tls(

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def runner(tmp_path_factory: pytest.TempPathFactory) -> LauncherRunner:
     bin_dir = tmp_path_factory.mktemp("bin")
-    install(str(bin_dir), list(CLOUDS.values()))
+    install(str(bin_dir), sorted(set(CLOUDS.values())))
     return LauncherRunner(bin_dir)
 
 
