@@ -206,8 +206,11 @@ class CertPool:
         """A path (on this machine) of a PEM file holding exactly this pool.
 
         The store's own bundle when it holds the whole pool and nothing else (the usual
-        case: Debian's and RHEL's directories repeat their bundle); otherwise a private
-        temporary file, written once and removed when the process exits.
+        case: Debian's and RHEL's directories repeat their bundle; it is handed over
+        unparsed, so a certificate in it that OpenSSL cannot parse would fail the
+        connections where Go skips it: distribution bundles hold none); otherwise a
+        private temporary file of the certificates that parse, written once and removed
+        when the process exits.
 
         Raises:
             CertPoolError: the temporary file cannot be written.
