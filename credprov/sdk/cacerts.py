@@ -210,13 +210,17 @@ class CertPool:
         unparsed, so a certificate in it that OpenSSL cannot parse would fail the
         connections where Go skips it: distribution bundles hold none); otherwise a
         private temporary file of the certificates that parse, written once and removed
-        when the process exits.
+        when the process exits. An empty pool is ``os.devnull``, which holds no
+        certificate: every TLS connection then fails verification, as in Go, while plain
+        HTTP (a metadata server, a local fake) needs no file to be written.
 
         Raises:
             CertPoolError: the temporary file cannot be written.
         """
         if self._file is None:
-            if self.bundle is not None:
+            if not self.certs:
+                self._file = os.devnull
+            elif self.bundle is not None:
                 self._file = NodeRoot(self.root).host_path(self.bundle)
             else:
                 self.ssl_context()  # leaves out what does not parse

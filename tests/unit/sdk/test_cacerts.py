@@ -234,6 +234,10 @@ def test_ca_file_holds_exactly_the_pool_otherwise(tmp_path: Path, cas: dict[str,
     assert pool.ca_file() == path  # written once
 
 
+def test_an_empty_pool_writes_no_file(tmp_path: Path) -> None:
+    assert load_cert_pool(str(tmp_path), {}).ca_file() == os.devnull
+
+
 def test_describe_says_where_from_or_what_was_tried(tmp_path: Path, cas: dict[str, TestCA]) -> None:
     assert load_cert_pool(str(tmp_path), {"SSL_CERT_DIR": "/x"}).describe() == (
         "no CA certificates found in the node's store; looked at " + ", ".join([*CERT_FILES, "/x"])
