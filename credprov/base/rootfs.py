@@ -209,6 +209,22 @@ class NodeRoot:
         the root): tells a dangling or looping link from a missing file."""
         return self.stat(node_path, follow=False)
 
+    def readlink(self, node_path: str) -> str | None:
+        """The target of a symlink (its parents resolved inside the root), as written in the
+        link; None when ``node_path`` is not a symlink or cannot be reached."""
+        try:
+            resolved = self._resolve(node_path, follow=False)
+        except (OSError, ValueError):
+            return None
+        try:
+            if resolved.missing or resolved.name is None:
+                return None
+            return os.readlink(resolved.name, dir_fd=resolved.fd)
+        except OSError:
+            return None
+        finally:
+            resolved.close()
+
     def exists(self, node_path: str) -> bool:
         """Whether ``node_path`` resolves to something inside the root."""
         return self.stat(node_path) is not None

@@ -16,7 +16,9 @@ byte-for-byte like the kubelet's serializer, keeps secrets out of every message,
 handler's module. Command lines are read as upstream plugins read theirs
 (:mod:`credprov.sdk.flags`: pflag's rules, klog's ``-v``). Opt-in telemetry
 (``$CREDPROV_METRICS_FILE`` or ``--metrics-file``) records each run for node_exporter's
-textfile collector (:mod:`credprov.sdk.telemetry`, imported only when on).
+textfile collector (:mod:`credprov.sdk.telemetry`, imported only when on). Plugins that
+make HTTPS requests trust the node's CA store found as Go's ``crypto/x509`` finds it
+(:mod:`credprov.sdk.cacerts`, imported on their network path only).
 
 It is also the one toolkit plugins import (besides ``credprov.version``): Go durations
 (``parse_duration``, ``format_duration``, ``DurationError``, ``SECOND``, ``HOUR``...),

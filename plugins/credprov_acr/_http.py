@@ -16,6 +16,8 @@ parse falls back to the backoff) or urllib3's backoff (the first retry at once, 
 (tests never wait). After the last attempt the last response is returned so the callers'
 messages name its status.
 
+HTTPS verifies against the node's CA store as a Go client would (:func:`ca_file`).
+
 Only the standard library (and :mod:`credprov.sdk.http`, which imports urllib3 only when a
 ``Retry`` is made) is imported here.
 """
@@ -55,6 +57,28 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 Sleep = Callable[[float], None]
 Log = Callable[[int, str], None]
+
+
+def ca_file() -> str:
+    """The PEM file of the CAs every HTTPS request verifies against: the node's store, found
+    as upstream's Go client finds it (:mod:`credprov.sdk.cacerts`: ``SSL_CERT_FILE``,
+    ``SSL_CERT_DIR``, then Go's list). ``REQUESTS_CA_BUNDLE`` and ``CURL_CA_BUNDLE`` are not
+    read: the request passes this file explicitly. Identity bindings trust their own CA
+    file instead, as upstream does.
+
+    Raises:
+        credprov.sdk.cacerts.CertPoolError: the pool's file cannot be written.
+    """
+    from credprov.sdk.cacerts import system_cert_pool
+
+    return system_cert_pool().ca_file()
+
+
+def trusted() -> str:
+    """What :func:`ca_file` holds, for messages about a failed handshake."""
+    from credprov.sdk.cacerts import system_cert_pool
+
+    return "trusting " + system_cert_pool().describe()
 
 
 def max_retries() -> int:

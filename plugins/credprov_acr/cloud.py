@@ -174,10 +174,17 @@ def fetch_metadata(endpoint: str, timeout: float = 10.0) -> Any:
     """
     import requests
 
+    from credprov.sdk.cacerts import CertPoolError
+    from credprov_acr._http import ca_file
+
     url = f"{endpoint.rstrip('/')}/metadata/endpoints?api-version={METADATA_API_VERSION}"
     where = endpoint.rstrip("/")
     try:
-        with requests.get(url, timeout=(5.0, timeout), stream=True) as resp:
+        verify = ca_file()
+    except CertPoolError as exc:
+        raise CloudError(f"cannot read cloud metadata from {where}: {exc}") from None
+    try:
+        with requests.get(url, timeout=(5.0, timeout), stream=True, verify=verify) as resp:
             if resp.status_code != 200:
                 raise CloudError(f"cloud metadata from {where} answered HTTP {resp.status_code}")
             body = read_capped(resp.iter_content(CHUNK_BYTES), _MAX_METADATA_BYTES)

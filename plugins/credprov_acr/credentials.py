@@ -209,6 +209,15 @@ def get_token(
     _quiet_azure_logging()
     from azure.core.exceptions import AzureError
 
+    from credprov.sdk.cacerts import CertPoolError
+
+    try:
+        verify = _http.ca_file()
+    except CertPoolError as exc:
+        raise CredentialError(
+            f"failed to get an AAD token with the {choice.describe()}: {exc}"
+        ) from None
+
     # azure-core's retry policy, bounded: azure-identity's defaults (IMDS: 5 retries, backoff
     # up to 60 s, 75 s for a 410) retry past the kubelet's deadline.
     pipeline: dict[str, Any] = {
@@ -217,6 +226,8 @@ def get_token(
         "retry_backoff_max": _http.MAX_BACKOFF_SECONDS,
         "connection_timeout": _http.TIMEOUT[0],
         "read_timeout": _http.TIMEOUT[1],
+        # the node's CA store, as azidentity's Go client trusts it (not REQUESTS_CA_BUNDLE)
+        "connection_verify": verify,
     }
     try:
         credential = _azure_credential(choice, authority_host, assertion, pipeline)

@@ -159,8 +159,9 @@ class AcrClient:
 
     Args:
         acr_suffix: the cloud's ACR DNS suffix; its hosts are accepted realm hosts too.
-        session: a ``requests.Session`` (default: a new one, honouring proxy and CA-bundle
-            environment variables as upstream's Go client does).
+        session: a ``requests.Session`` (default: a new one, honouring the proxy variables
+            as upstream's Go client does); every request verifies against the node's CA
+            store (:func:`credprov_acr._http.ca_file`).
         sleep: called with the seconds to wait between attempts.
         retries: how many times to retry (default :func:`credprov_acr._http.max_retries`).
         log: ``log(level, message)``; messages never hold a token.
@@ -195,8 +196,14 @@ class AcrClient:
         Raises:
             ExchangeError: no response, or a body over the cap.
         """
+        from credprov.sdk.cacerts import CertPoolError
+
         requests = self._requests
         host = urlsplit(url).netloc
+        try:
+            verify = _http.ca_file()
+        except CertPoolError as exc:
+            raise ExchangeError(f"{what}: {exc}") from None
         try:
             resp = self.session.request(
                 method,
@@ -205,6 +212,7 @@ class AcrClient:
                 timeout=_http.TIMEOUT,
                 stream=True,
                 allow_redirects=False,
+                verify=verify,
                 **kwargs,
             )
             with resp:
@@ -213,7 +221,8 @@ class AcrClient:
             raise ExchangeError(f"{what}: timed out talking to {host}") from None
         except requests.exceptions.SSLError:
             raise ExchangeError(
-                f"{what}: TLS handshake with {host} failed (certificate not trusted?)"
+                f"{what}: TLS handshake with {host} failed (certificate not trusted?; "
+                f"{_http.trusted()})"
             ) from None
         except requests.ConnectionError as exc:
             from urllib3.exceptions import ReadTimeoutError

@@ -9,6 +9,15 @@ IRSA, ECS and IMDS credentials, ``AWS_ENDPOINT_URL[_<SERVICE>]``, ``AWS_USE_FIPS
 ``AWS_CA_BUNDLE``, proxies); the one gap is the region: botocore ignores ``AWS_REGION``,
 which the Go SDK reads before ``AWS_DEFAULT_REGION``, so :class:`Clients` passes it itself.
 
+Trust: the Go SDK verifies TLS against the node's CA store (Go's ``x509.SystemCertPool``:
+``SSL_CERT_FILE``, ``SSL_CERT_DIR``, then Go's list of files and directories), unless a
+custom bundle is configured (``AWS_CA_BUNDLE`` or a profile's ``ca_bundle``), which then
+replaces the store (``resolveCustomCABundle`` starts from an empty pool). botocore honours
+the same two settings the same way, but without them trusts ``certifi``; so when neither
+is set, :meth:`Clients.session` sets the session's ``ca_bundle`` to the node's store
+(:mod:`credprov.sdk.cacerts`), for every client of the run, the credential chain's own STS
+and SSO clients included.
+
 Every client gets: the FIPS / dual-stack variant the registry host names (upstream ignores
 both), HTTP timeouts that keep a call inside the kubelet's deadline (upstream: 30 s per
 call), botocore's standard retry mode behind the call's time budget
@@ -34,6 +43,7 @@ from botocore.config import Config
 from botocore.parsers import ResponseParserError
 
 from credprov.sdk import CredprovError
+from credprov.sdk.cacerts import system_cert_pool
 from credprov.sdk.http import status_text
 from credprov.version import __version__
 from credprov_ecr._retry import CallRetries
@@ -100,7 +110,8 @@ class Clients:
         self._session: botocore.session.Session | None = None
 
     def session(self) -> botocore.session.Session:
-        """The SDK session, with ``AWS_REGION`` honoured as the Go SDK does."""
+        """The SDK session, with ``AWS_REGION`` honoured and the node's CA store trusted as
+        the Go SDK does."""
         if self._session is None:
             session = (
                 self._botocore_session() if self._botocore_session else botocore.session.Session()
@@ -108,6 +119,8 @@ class Clients:
             region = self._env.get("AWS_REGION")
             if region:
                 session.set_config_variable("region", region)
+            if not session.get_config_variable("ca_bundle"):
+                session.set_config_variable("ca_bundle", system_cert_pool(self._env).ca_file())
             self._session = session
         return self._session
 
@@ -185,6 +198,8 @@ def describe(exc: BaseException) -> str:
         return f"{code} (HTTP {status}): {message}" if message else f"{code} (HTTP {status})"
     if isinstance(exc, MalformedResponse):
         return f"malformed response: {exc}"
+    if isinstance(exc, CredprovError):  # the CA store's file could not be written
+        return str(exc)
     if isinstance(exc, bx.NoCredentialsError):
         return (
             "no AWS credentials found (environment, shared config and credentials files, "

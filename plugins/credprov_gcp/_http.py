@@ -13,7 +13,11 @@ and the 10 MiB body cap, and adds:
   retries never turn a slow server into a killed plugin;
 - metadata requests never go through a proxy (``trust_env=False``): the metadata server is
   link-local, and a proxy would see the token. Upstream honours ``HTTP_PROXY`` there too
-  and needs the host in ``NO_PROXY``.
+  and needs the host in ``NO_PROXY``;
+- HTTPS (STS, a ``google-dockercfg-url``) verifies against the node's CA store as
+  upstream's Go client does (:mod:`credprov.sdk.cacerts`: ``SSL_CERT_FILE``,
+  ``SSL_CERT_DIR``, then Go's list of files and directories), passed with each request, so
+  ``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE`` (which Go ignores) are not read.
 
 The retry policy is :class:`credprov.sdk.http.Retries`, the cloud plugins' one urllib3
 ``Retry`` subclass: it keeps retries within the run's budget (a retry starts here only if its
@@ -37,6 +41,8 @@ from google.auth import transport
 from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ReadTimeoutError
 
+from credprov.sdk.cacerts import CertPoolError
+from credprov.sdk.cacerts import system_cert_pool as _system_cert_pool
 from credprov.sdk.http import (
     CHUNK_BYTES,
     BodyTooLarge,
@@ -99,6 +105,11 @@ def safe_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+def _ca_file() -> str:
+    """The node's CA store as a PEM file (read once per process)."""
+    return _system_cert_pool().ca_file()
+
+
 def run_budget(monotonic: Callable[[], float] = time.monotonic) -> Budget:
     """The time budget of one run (:data:`RUN_DEADLINE`), shared by its transports."""
     return Budget(RUN_DEADLINE, monotonic)
@@ -155,6 +166,9 @@ def _failure_reason(exc: requests.RequestException, timeout: float) -> str:
     # MaxRetryError; its ``reason`` is the last attempt's error.
     if isinstance(exc, requests.Timeout) or isinstance(last_error(exc), ReadTimeoutError):
         return f"timed out after {timeout:g}s"
+    if isinstance(exc, requests.exceptions.SSLError):
+        trusting = _system_cert_pool().describe()
+        return f"TLS handshake failed (certificate not trusted?; trusting {trusting})"
     if isinstance(exc, requests.ConnectionError):
         return _os_reason(exc) or "connection failed"
     return type(exc).__name__
@@ -217,7 +231,11 @@ class Transport(transport.Request):
         this_timeout = min(per_try, remaining)
         self._retries.begin(this_timeout)
         try:
-            response = self._once(method, url, body, send_headers, this_timeout)
+            verify = _ca_file() if url[:8].lower() == "https://" else True
+        except CertPoolError as exc:
+            raise HttpFailure(url, str(exc), 0, False) from None
+        try:
+            response = self._once(method, url, body, send_headers, this_timeout, verify)
         except requests.RequestException as exc:
             unreachable = isinstance(exc, requests.ConnectionError | requests.Timeout)
             reason = _failure_reason(exc, this_timeout)
@@ -232,9 +250,16 @@ class Transport(transport.Request):
         body: bytes | None,
         headers: Mapping[str, str],
         timeout: float,
+        verify: str | bool = True,
     ) -> HttpResponse:
         with self.session.request(
-            method, url, data=body, headers=dict(headers), timeout=timeout, stream=True
+            method,
+            url,
+            data=body,
+            headers=dict(headers),
+            timeout=timeout,
+            stream=True,
+            verify=verify,
         ) as resp:
             # The response urllib3 kept (the last one) knows the retries before it.
             retries = getattr(resp.raw, "retries", None)

@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.fakes.tls import ServerCertificate
+
 #: Inside every token and secret the fake hands out (the tests' canary).
 SECRET_MARK = "canary-s3cr3t-7d1f0c"
 
@@ -415,8 +417,9 @@ def _remember_sni(sslsock: Any, name: str | None, ctx: Any) -> None:
 
 
 @contextmanager
-def running(cert: Certificate) -> Iterator[FakeAzure]:
-    """Start the two servers; stop them on exit, also when the body raises."""
+def running(cert: Certificate | ServerCertificate) -> Iterator[FakeAzure]:
+    """Start the two servers; stop them on exit, also when the body raises. ``cert``: the
+    fake's own self-signed one, or one issued by a :class:`tests.fakes.tls.TestCA`."""
     fake = FakeAzure()
     imds = _Server("imds", fake, None)
     https = _Server("https", fake, cert.server_context())
@@ -444,7 +447,8 @@ def environment(fake: FakeAzure, cert: Certificate) -> dict[str, str]:
     return {
         "AZURE_POD_IDENTITY_AUTHORITY_HOST": fake.imds_url,
         "AZURE_AUTHORITY_HOST": fake.https_url,
-        "REQUESTS_CA_BUNDLE": str(cert.ca_file),
+        # Go's override, which the plugin reads as Go does (the node's directories stay on)
+        "SSL_CERT_FILE": str(cert.ca_file),
         "CREDPROV_ACR_LOGIN_SERVER_URL": fake.https_url,
         "CREDPROV_ACR_IB_CA_FILE": str(cert.ca_file),
         "CREDPROV_ACR_IB_PORT": str(fake.port),
@@ -473,6 +477,8 @@ FOREIGN_VARIABLES = (
     "AZURE_CLIENT_SECRET",
     "AZURE_ENVIRONMENT_FILEPATH",
     "CURL_CA_BUNDLE",
-    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "SSL_CERT_DIR",
+    "CREDPROV_CA_ROOT",
     "CREDPROV_ACR_MAX_RETRIES",
 )

@@ -16,6 +16,8 @@ Besides moto it can:
 * record every request (service, region, operation, signed or not), for assertions.
 
 Unsigned requests (``AssumeRoleWithWebIdentity`` carries no SigV4 scope) go to STS.
+
+Given a :class:`tests.fakes.tls.ServerCertificate` (``tls=``) it serves HTTPS instead.
 """
 
 from __future__ import annotations
@@ -27,7 +29,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from tests.fakes.tls import TLSServerMixin
+
+if TYPE_CHECKING:
+    from tests.fakes.tls import ServerCertificate
 
 _SCOPE = re.compile(r"Credential=[^/]+/\d{8}/([^/]+)/([^/]+)/aws4_request")
 _HOSTS = {
@@ -62,8 +69,13 @@ class _Scripted:
 class FakeAws:
     """The server; use :func:`fake_aws` to start and always stop it."""
 
-    def __init__(self, token_lifetime: timedelta | None = timedelta(hours=12)) -> None:
+    def __init__(
+        self,
+        token_lifetime: timedelta | None = timedelta(hours=12),
+        tls: ServerCertificate | None = None,
+    ) -> None:
         self.token_lifetime = token_lifetime
+        self.tls = tls
         self.seen: list[Seen] = []
         self._scripts: list[_Scripted] = []
         self._lock = threading.Lock()
@@ -72,7 +84,8 @@ class FakeAws:
     @property
     def url(self) -> str:
         assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://127.0.0.1:{self._server.server_address[1]}"
 
     def script(
         self,
@@ -157,8 +170,9 @@ class FakeAws:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        self._server.tls = self.tls.server_context() if self.tls else None
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     def stop(self) -> None:
@@ -166,6 +180,10 @@ class FakeAws:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+
+class _Server(TLSServerMixin, ThreadingHTTPServer):
+    pass
 
 
 def _query_action(body: bytes) -> str:
@@ -200,11 +218,13 @@ def future_token_expiry(lifetime: timedelta | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def fake_aws(token_lifetime: timedelta | None = timedelta(hours=12)) -> Iterator[FakeAws]:
+def fake_aws(
+    token_lifetime: timedelta | None = timedelta(hours=12), tls: ServerCertificate | None = None
+) -> Iterator[FakeAws]:
     """A started :class:`FakeAws` backed by a fresh moto state; stopped on exit."""
     from moto import mock_aws
 
-    fake = FakeAws(token_lifetime)
+    fake = FakeAws(token_lifetime, tls)
     with mock_aws(), future_token_expiry(token_lifetime):
         fake.start()
         try:

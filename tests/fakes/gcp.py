@@ -21,6 +21,7 @@ import threading
 from typing import Any
 
 from tests.fakes.server import FakeServer, Reply
+from tests.fakes.tls import ServerCertificate
 
 METADATA_ROOT = "/computeMetadata/v1/"
 TOKEN_PATH = METADATA_ROOT + "instance/service-accounts/default/token"
@@ -70,8 +71,10 @@ STS_PATH = "/v1/token"
 class FakeSTSServer(FakeServer):
     """Google's Security Token Service (``POST /v1/token``): answers a federated token."""
 
-    def __init__(self, token: str = "ya29.fake-federated-token") -> None:
-        super().__init__()
+    def __init__(
+        self, token: str = "ya29.fake-federated-token", tls: ServerCertificate | None = None
+    ) -> None:
+        super().__init__(tls)
         self.set_token(token)
 
     @property

@@ -4,7 +4,8 @@ Standard library only (``http.server`` on a free loopback port, one thread). Use
 context manager so it is always stopped. Replies are scripted per (method, path): a list is
 served in order and its last reply repeats, so "429 twice, then 200" is
 ``[Reply(429), Reply(429), Reply(200, ...)]``; what was asked is kept in ``requests``.
-Subclasses (:mod:`tests.fakes.gcp`) add the checks of the server they stand for.
+Subclasses (:mod:`tests.fakes.gcp`) add the checks of the server they stand for. Given a
+:class:`tests.fakes.tls.ServerCertificate` (``tls=``) it serves HTTPS instead.
 """
 
 from __future__ import annotations
@@ -15,7 +16,12 @@ import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
+
+from tests.fakes.tls import TLSServerMixin
+
+if TYPE_CHECKING:
+    from tests.fakes.tls import ServerCertificate
 
 __all__ = ["FakeServer", "RecordedRequest", "Reply", "closed_port"]
 
@@ -66,7 +72,8 @@ class RecordedRequest:
 class FakeServer:
     """A scripted HTTP server on 127.0.0.1 (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ServerCertificate | None = None) -> None:
+        self.tls = tls
         self._routes: dict[tuple[str, str], list[Reply]] = {}
         self._lock = threading.Lock()
         self.requests: list[RecordedRequest] = []
@@ -102,8 +109,8 @@ class FakeServer:
         return f"127.0.0.1:{self._server.server_address[1]}"
 
     def url(self, path: str) -> str:
-        """``http://127.0.0.1:<port><path>``."""
-        return f"http://{self.host}{path}"
+        """``http://127.0.0.1:<port><path>`` (``https`` when serving TLS)."""
+        return f"{'https' if self.tls else 'http'}://{self.host}{path}"
 
     def start(self) -> Self:
         """Listen on a free loopback port and serve from a daemon thread."""
@@ -133,8 +140,9 @@ class FakeServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # quiet
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        self._server.tls = self.tls.server_context() if self.tls else None
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.02,), daemon=True
         )
@@ -165,6 +173,10 @@ class FakeServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+class _Server(TLSServerMixin, ThreadingHTTPServer):
+    pass
 
 
 def closed_port() -> int:
