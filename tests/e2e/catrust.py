@@ -38,6 +38,7 @@ from tests.fakes.tls import ServerCertificate, TestCA
 __all__ = [
     "CLOUDS",
     "LAYOUTS",
+    "ChrootRunner",
     "LauncherRunner",
     "PluginRunner",
     "TLSRun",
@@ -130,11 +131,39 @@ class LauncherRunner:
         )
 
 
+@dataclass(frozen=True)
+class ChrootRunner:
+    """Plugins installed in ``root``'s ``bin_dir`` (a node path), run chrooted in ``root``
+    as the node's kubelet runs them: the CA lookup reads the node's ``/``, nothing set."""
+
+    bin_dir: str
+
+    def node_path(self, root: Path, path: str) -> str:
+        return path
+
+    def run(
+        self,
+        root: Path,
+        plugin: str,
+        args: Sequence[str],
+        stdin: bytes,
+        env: Mapping[str, str],
+    ) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            ["chroot", str(root), f"{self.bin_dir}/{plugin}", *args],
+            input=stdin,
+            capture_output=True,
+            env=dict(env),
+            timeout=180,
+            check=False,
+        )
+
+
 def _write(root: Path, node_path: str, data: bytes) -> None:
     path = root / node_path.lstrip("/")
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.is_symlink():
-        path.unlink()
+    if path.is_symlink() or path.is_file():
+        path.unlink()  # never written through: a node root's files may be hard links
     path.write_bytes(data)
 
 
