@@ -247,3 +247,8 @@ def build_module(
             pytest.fail(f"go build {name} ({go_mod.splitlines()[-1]}) failed:\n{proc.stderr}")
         tmp_out.replace(out)
     return out
+
+
+def oracle_binary(binary: Path, env: dict[str, str] | None = None) -> Oracle:
+    """An oracle already built (e.g. by :func:`build_module`)."""
+    return Oracle(binary, env)
