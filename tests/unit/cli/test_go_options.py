@@ -161,6 +161,6 @@ def test_readme_commands_run_as_written(
             else a
             for a in argv
         ]
-        code, out, err = run(capsys, *argv)
+        code, _, err = run(capsys, *argv)
         assert code == 0, (argv, err)
         assert "Traceback" not in err
