@@ -102,7 +102,23 @@ def _options(args: argparse.Namespace) -> DoctorOptions:
         plugin_deadline_ns=args.plugins_deadline,
         containerd_config_path=args.containerd_config_path,
         registries_conf=args.registries_conf,
+        go_choice=_go_choice(args),
+        go_debug=args.go_debug,
     )
+
+
+def _go_choice(args: argparse.Namespace) -> str | None:
+    """The option that chose the Go behaviour, or None (the node's kubelet binary decides)."""
+    from credprov._go.goenv import GO_VERSION_ENV
+
+    for flag, value in (
+        ("--kubelet-binary", args.kubelet_binary),
+        ("--kubelet-version", args.kubelet_version),
+        ("--go-version", args.go_version),
+    ):
+        if value is not None:
+            return flag
+    return GO_VERSION_ENV if os.environ.get(GO_VERSION_ENV) else None
 
 
 def _check_fleet_options(args: argparse.Namespace) -> None:
