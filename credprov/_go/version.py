@@ -35,10 +35,16 @@ IPv4-mapped fix of 1.25.4 with 1.24.10). Later releases credprov has not seen ar
 behave as the newest one of their line (1.25.9 as 1.25.5) or, past the newest line, as the
 newest release (1.28 as 1.27.3).
 
-Strict colons are Go's ``urlstrictcolons`` GODEBUG setting, on by default when the main
-module's ``go.mod`` says ``go 1.26`` or ``godebug default=go1.26`` or later. credprov assumes
-a kubelet built with Go 1.26 has it on: Kubernetes' ``go.mod`` files pair ``go 1.N.0`` with
-``godebug default=go1.N`` for the Go line it builds with.
+Strict colons are Go's ``urlstrictcolons`` GODEBUG setting, on by default only when the
+main module's ``go.mod`` says ``go 1.26`` (or ``godebug default=go1.26``) or later; a kubelet
+whose ``go.mod`` is older (a release branch moved to Go 1.26 keeps its ``go`` line) has
+``urlstrictcolons=0`` in its ``DefaultGODEBUG`` and takes the port after the last ``:``
+again. A :class:`GoRelease` carries the settings that make it differ from its toolchain's
+defaults (``go_release("1.26.6", "urlstrictcolons=0")``, :mod:`credprov._go.godebug`);
+``--kubelet-binary`` reads them from the kubelet (:mod:`credprov._go.buildinfo`),
+``--kubelet-version`` from credprov's table (:mod:`credprov._go.kubelet_versions`), and
+``--go-debug`` sets them as the ``GODEBUG`` environment variable would. A release named
+without them (``--go-version 1.26.6``) has its toolchain's defaults: strict colons.
 
 ``strconv.Quote`` prints a rune as it is when ``strconv.IsPrint`` says so, and that follows
 the release's Unicode tables (``unicode.Version``): 15.0.0 in Go 1.21 to 1.26, 17.0.0 in Go

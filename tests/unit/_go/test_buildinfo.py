@@ -129,3 +129,33 @@ def test_release_of_binary(tmp_path: Path, godebug: str, toolchain: str, want: s
 def test_run_time_godebug_overrides_the_binary(tmp_path: Path) -> None:
     info = read_build_info(str(goelf.write(tmp_path / "kubelet", _GOOD)))
     assert str(release_of_binary(info, "urlstrictcolons=1")) == "1.26.6"
+
+
+def _system_elf_files() -> list[str]:
+    """ELF files of the kinds the bundle packs: the Python runtime, the dynamic loader, a
+    system library and an extension module (none of them Go)."""
+    import glob
+    import sys
+    import sysconfig
+
+    from credprov.bundle._elf import dynamic_info
+
+    python = os.path.realpath(sys.executable)
+    with open(python, "rb") as fh:
+        loader = dynamic_info(fh.read()).interpreter
+    candidates = [
+        python,
+        loader or "",
+        *sorted(glob.glob("/lib/*-linux-gnu/libc.so.6"))[:1],
+        *sorted(
+            glob.glob(os.path.join(sysconfig.get_paths()["platstdlib"], "lib-dynload", "*.so"))
+        )[:1],
+        "/bin/busybox",
+    ]
+    return [p for p in candidates if p and os.path.isfile(p)]
+
+
+@pytest.mark.parametrize("path", _system_elf_files())
+def test_elf_files_that_are_not_go(path: str) -> None:
+    with pytest.raises(BuildInfoError, match=r"^not a Go binary \(no Go build information\)$"):
+        read_build_info(path)
