@@ -281,11 +281,39 @@ class _Scanner(_Reader, yaml.scanner.Scanner):
                     continue
                 if key.line != self.line or self.index - key.index > 1024:
                     if key.required:
-                        raise yaml.scanner.ScannerError(
-                            "while scanning a simple key", key.mark,
-                            "could not find expected ':'", self.get_mark(),
-                        )  # fmt: skip
+                        # go-yaml finds it only once the next token is fetched (that token's
+                        # own error comes first), and names where that token ends.
+                        if self._stale_required is None:
+                            self._stale_required = key
+                        continue
                     del keys[level]
+
+    # go-yaml checks a possible simple key's staleness lazily: before fetching a token and
+    # once it is fetched, with the mark where the scanner then stands. A required key gone
+    # stale is kept here and refused at the next check, so an error in the token fetched
+    # meanwhile comes first (``x:\n[\n"abc`` is "found unexpected end of stream"), and the
+    # line named is where that token ends: after a multi-line scalar, or on the line
+    # go-yaml moves to at the end of the input (``x:\n[\n#`` names line 4).
+    _stale_required: Any
+
+    def _refuse_stale(self) -> None:
+        key = self._stale_required
+        if key is not None:
+            raise yaml.scanner.ScannerError(
+                "while scanning a simple key", key.mark,
+                "could not find expected ':'", self.get_mark(),
+            )  # fmt: skip
+
+    def need_more_tokens(self) -> bool:
+        self._refuse_stale()
+        need = bool(super().need_more_tokens())
+        if not need:
+            self._refuse_stale()
+        return need
+
+    def fetch_more_tokens(self) -> None:
+        self._refuse_stale()
+        super().fetch_more_tokens()
 
     # go-yaml quirk: its index from token number to possible simple key loses the key saved
     # at an opening bracket when the collection closes with no key saved inside it (``[]``,
@@ -731,6 +759,7 @@ class _Loader(_Scanner, yaml.parser.Parser):
         yaml.parser.Parser.__init__(self)
         self._untracked = set()
         self._flow_opened = []
+        self._stale_required = None
 
     def process_directives(self) -> Any:
         # go-yaml takes %YAML 1.1 only (PyYAML any 1.x) and words the duplicates its way.
