@@ -285,6 +285,16 @@ class Duration:
 
 
 @dataclass(frozen=True)
+class Time:
+    """``metav1.Time``: a JSON string (RFC 3339) or null; another JSON kind is
+    ``metav1.Time.UnmarshalJSON``'s own ``json.Unmarshal`` error, with the outer field
+    context. The RFC 3339 text itself is not checked here (``time.Parse``'s errors are not
+    reproduced): a malformed time decodes as its string."""
+
+    go_type: str = "string"
+
+
+@dataclass(frozen=True)
 class Slice:
     """A Go slice of ``elem`` (JSON array or null)."""
 
@@ -334,7 +344,7 @@ class Struct:
         return f"{self.pkg}.{self.name}"
 
 
-Spec = Scalar | Duration | Slice | Map | Ptr | Struct
+Spec = Scalar | Duration | Time | Slice | Map | Ptr | Struct
 
 STRING = Scalar("string")
 BOOL = Scalar("bool")
@@ -390,6 +400,10 @@ class _Decoder:
             return self.value(spec.elem, value, path, current)
         if isinstance(spec, Duration):
             return self._duration(value)
+        if isinstance(spec, Time):
+            if value is not None and not isinstance(value, str):
+                raise _Abort(self._type_error(value, "string"))
+            return value
         if isinstance(spec, Scalar):
             return self._scalar(spec, value)
         if isinstance(spec, Slice):
