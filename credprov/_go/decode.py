@@ -445,7 +445,11 @@ class _Decoder:
             return _KEEP
         literal = json_number_text(value)
         bits = 32 if spec.go_name.endswith("32") else 64
-        if _INTEGER.fullmatch(literal) and -(1 << bits - 1) <= int(literal) < 1 << bits - 1:
+        if (
+            _INTEGER.fullmatch(literal)
+            and len(literal) <= 20  # longer is out of range (and more than Python converts)
+            and -(1 << bits - 1) <= int(literal) < 1 << bits - 1
+        ):
             return int(literal)
         if self.saved is None:  # encoding/json names the number by its literal
             self.saved = self._type_error(value, spec.go_type, f"number {literal}")
@@ -542,8 +546,10 @@ def _zero(spec: Spec) -> Any:
     return None
 
 
-def decode_typed(spec: Struct, doc: Document) -> dict[str, Any]:
-    """Strictly decode ``doc`` into ``spec`` the way ``kjson.UnmarshalStrict`` does.
+def decode_typed(spec: Struct, doc: Document, *, strict: bool = True) -> dict[str, Any]:
+    """Strictly decode ``doc`` into ``spec`` the way ``kjson.UnmarshalStrict`` does (not
+    ``strict``: as ``kjson.UnmarshalCaseSensitivePreserveInts`` does, unknown and duplicate
+    fields dropped).
 
     Returns:
         Plain, well-typed data: JSON field names as keys; absent or null fields are absent
@@ -563,6 +569,6 @@ def decode_typed(spec: Struct, doc: Document) -> dict[str, Any]:
         raise DecodeError("exceeded max depth") from None
     if decoder.saved is not None:
         raise DecodeError(decoder.saved)
-    if doc.strict_errors or decoder.strict:
+    if strict and (doc.strict_errors or decoder.strict):
         raise StrictDecodingError(doc.strict_errors + decoder.strict)
     return out if isinstance(out, dict) else {}
