@@ -295,6 +295,41 @@ class Time:
 
 
 @dataclass(frozen=True)
+class Bytes:
+    """A Go ``[]byte``: a base64 string (``encoding/base64.StdEncoding``; line breaks are
+    skipped), a JSON array of bytes, or null."""
+
+    go_type: str = "[]uint8"
+
+
+_B64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def _base64_error(text: str) -> str | None:
+    """Why ``text`` is not standard base64 (Go's ``illegal base64 data at input byte N``);
+    None when it is. The offset is the first byte outside the alphabet, else where the
+    padding or length goes wrong (approximately Go's: see :class:`Bytes`)."""
+    import base64
+    import binascii
+
+    data = text.encode("utf-8", "surrogateescape")
+    clean = data.replace(b"\r", b"").replace(b"\n", b"")
+    try:
+        base64.b64decode(clean, validate=True)
+        if len(clean) % 4 == 0:
+            return None
+    except (binascii.Error, ValueError):
+        pass
+    for i, byte in enumerate(data):
+        if byte not in _B64 and byte not in b"\r\n=":
+            return f"illegal base64 data at input byte {i}"
+    kept = [i for i, byte in enumerate(data) if byte not in b"\r\n"]
+    if "=" not in text and len(kept) % 4:  # an unfinished last quantum: where it starts
+        return f"illegal base64 data at input byte {kept[len(kept) // 4 * 4]}"
+    return f"illegal base64 data at input byte {max(len(data) - 1, 0)}"
+
+
+@dataclass(frozen=True)
 class Slice:
     """A Go slice of ``elem`` (JSON array or null)."""
 
@@ -344,7 +379,7 @@ class Struct:
         return f"{self.pkg}.{self.name}"
 
 
-Spec = Scalar | Duration | Time | Slice | Map | Ptr | Struct
+Spec = Scalar | Duration | Time | Bytes | Slice | Map | Ptr | Struct
 
 STRING = Scalar("string")
 BOOL = Scalar("bool")
@@ -400,6 +435,18 @@ class _Decoder:
             return self.value(spec.elem, value, path, current)
         if isinstance(spec, Duration):
             return self._duration(value)
+        if isinstance(spec, Bytes):
+            if value is None:
+                return None
+            if isinstance(value, str):
+                problem = _base64_error(value)
+                if problem is not None:
+                    raise _Abort(problem)
+                return value
+            if isinstance(value, list):
+                return self._slice(Slice(Scalar("int", "uint8")), value, path)
+            self._save(value, spec.go_type)
+            return _KEEP
         if isinstance(spec, Time):
             if value is not None and not isinstance(value, str):
                 raise _Abort(self._type_error(value, "string"))
@@ -444,11 +491,15 @@ class _Decoder:
             self._save(value, spec.go_type)
             return _KEEP
         literal = json_number_text(value)
-        bits = 32 if spec.go_name.endswith("32") else 64
+        if spec.go_name == "uint8":
+            low, high = 0, 1 << 8
+        else:
+            bits = 32 if spec.go_name.endswith("32") else 64
+            low, high = -(1 << bits - 1), 1 << bits - 1
         if (
             _INTEGER.fullmatch(literal)
             and len(literal) <= 20  # longer is out of range (and more than Python converts)
-            and -(1 << bits - 1) <= int(literal) < 1 << bits - 1
+            and low <= int(literal) < high
         ):
             return int(literal)
         if self.saved is None:  # encoding/json names the number by its literal

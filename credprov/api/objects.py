@@ -11,8 +11,9 @@ cannot unmarshal number 1e+40 into Go struct field PodSpec.spec.priority of type
 
 :data:`SPECS` types the fields credprov reads from Pods, Secrets, ServiceAccounts, Nodes and
 the RBAC objects (and the integer and boolean fields beside them in the same structs); a
-field left out is not checked (as an unknown field would not be). Not reproduced: a
-``Secret``'s ``data`` values must be base64 (``[]byte``), ``metav1.Time``'s RFC 3339 text,
+field left out is not checked (as an unknown field would not be). Not reproduced: where in
+a ``Secret``'s ``data`` value that is not base64 the decoder stops (credprov names the first
+byte outside the alphabet, or the end), ``metav1.Time``'s RFC 3339 text,
 ``resource.Quantity``. Checked against apimachinery-style decoding into mirrored Go types by
 ``tests/differential/test_typed_diff.py``.
 """
@@ -25,6 +26,7 @@ from typing import Any
 from credprov._go.decode import (
     BOOL,
     STRING,
+    Bytes,
     DecodeError,
     Document,
     Map,
@@ -274,7 +276,7 @@ SPECS: dict[str, tuple[str, Struct]] = {
             "Secret",
             {
                 "immutable": Ptr(BOOL),
-                "data": Map(Scalar("string", "[]uint8")),
+                "data": Map(Bytes()),
                 "stringData": Map(STRING),
                 "type": _typed("SecretType"),
             },
@@ -352,10 +354,7 @@ def decode_object(obj: Mapping[str, Any]) -> None:
     try:
         decode_typed(spec, Document(obj, "", []), strict=False)
     except DecodeError as exc:
-        api_version = obj.get("apiVersion")
-        if not isinstance(api_version, str) or not api_version:
-            api_version = group_version
-        version = api_version.rsplit("/", 1)[-1]
+        version = group_version.rsplit("/", 1)[-1]  # the version the objects are served as
         raise DecodeError(
             f'{kind} in version "{version}" cannot be handled as a {kind}: {exc}'
         ) from None

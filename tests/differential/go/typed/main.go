@@ -1,6 +1,8 @@
 // The typed-decoding oracle: a document decoded strictly into a Go type, as apimachinery's
 // YAML/JSON serializer does it (sigs.k8s.io/yaml, then sigs.k8s.io/json.UnmarshalStrict).
 //
+// Cluster object kinds (cluster.go) are decoded leniently, as the API server decodes a body.
+//
 // One JSON request per line on stdin: {"op": "<type>", "in": base64 YAML or JSON}. One JSON
 // answer per line: {"ok": true} or {"ok": false, "err": "..."}, the error as apimachinery
 // words it: YAMLToJSON's, the first type error (fatal), else "strict decoding error: " and
@@ -90,11 +92,17 @@ func decode(op string, in []byte) error {
 	case "ImagePulledRecord":
 		into = &ImagePulledRecord{}
 	default:
-		if t, ok := clusterTypes[op]; ok {
-			into = t()
-		} else {
+		t, ok := clusterTypes[op]
+		if !ok {
 			return fmt.Errorf("BAD REQUEST: unknown type %s", op)
 		}
+		// The API server's decoding of a body: lenient (unknown and duplicate fields
+		// dropped), typed.
+		js, err := yaml.YAMLToJSON(in)
+		if err != nil {
+			return err
+		}
+		return kjson.UnmarshalCaseSensitivePreserveInts(js, t())
 	}
 	js, err := yaml.YAMLToJSON(in)
 	if err != nil {
