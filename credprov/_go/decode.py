@@ -441,7 +441,9 @@ class _Decoder:
             if isinstance(value, str):
                 problem = _base64_error(value)
                 if problem is not None:
-                    raise _Abort(problem)
+                    if self.saved is None:  # saved, as a type error is: the first one wins
+                        self.saved = problem
+                    return _KEEP
                 return value
             if isinstance(value, list):
                 return self._slice(Slice(Scalar("int", "uint8")), value, path)

@@ -116,6 +116,12 @@ TABLE = [
      "      other: x\n"),
     ("ImagePullIntent", "kind: ImagePullIntent\nimage: [x]\nz: 1\n"),
     ("ImagePullIntent", "kind: ImagePullIntent\nimage: x\n"),
+    ("Pod", "kind: Pod\nspec:\n  priority: 99999999999\n"),
+    ("Pod", '{"kind": "Pod", "spec": {"priority": ' + "9" * 5000 + "}}"),
+    ("Pod", "kind: Pod\nspec:\n  priority: 1.5\n  containers: [{name: c, stdin: 'yes'}]\n"),
+    ("Secret", '{"apiVersion": [], "kind": "Secret", "data": {"k": "2026-01-02T03:04:05Z"}}'),
+    ("Secret", '{"kind": "Secret", "data": {"k": "a", "j": [1, 256]}}'),
+    ("ServiceAccount", "kind: ServiceAccount\nautomountServiceAccountToken: 'true'\n"),
 ]  # fmt: skip
 
 _ODD = [5, -1.5, True, "text", [], ["x"], {}, {"k": "v"}, None, "2026-01-02T03:04:05Z",
