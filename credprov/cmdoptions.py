@@ -50,6 +50,7 @@ __all__ = [
     "Option",
     "add_common",
     "duration",
+    "follow_go_options",
     "one_line",
     "print_json",
     "report_error",
@@ -182,6 +183,32 @@ GO_VERSION = Option(
     f"text of its errors, differ between releases (default: ${GO_VERSION_ENV}, "
     "else 1.25.5: current Kubernetes 1.34 and 1.35 releases)",
 )
+GO_DEBUG = Option(
+    "--go-debug",
+    default=None,
+    metavar="NAME=VALUE,...",
+    help="GODEBUG settings of the kubelet's process, over its binary's defaults, as its "
+    "GODEBUG environment variable would set them, e.g. urlstrictcolons=0 (Go 1.26 and "
+    "later: host::5000-style entries are accepted)",
+)
+KUBELET_VERSION = Option(
+    "--kubelet-version",
+    default=None,
+    metavar="1.N[.P]",
+    help="the kubelet's Kubernetes version, e.g. 1.34: follow the Go release and the "
+    "GODEBUG defaults that release is built with (credprov's table; the nearest entry, "
+    "said so, past it); instead of --go-version",
+)
+KUBELET_BINARY = Option(
+    "--kubelet-binary",
+    default=None,
+    metavar="PATH",
+    help="the kubelet's binary: follow the Go release and the GODEBUG defaults it was "
+    "built with, read from its Go build information (it is never run); instead of "
+    "--go-version",
+)
+#: The options that say which Go behaviour a command follows (:mod:`credprov._go.goenv`).
+GO_BEHAVIOUR = (GO_VERSION, GO_DEBUG, KUBELET_VERSION, KUBELET_BINARY)
 FEATURE_GATES = Option(
     "--feature-gates",
     default="",
@@ -394,6 +421,25 @@ def usage_error(prog: str, message: str) -> int:
     """Print ``PROG: error: message`` (one line) and return the usage exit status."""
     print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
     return EXIT_USAGE
+
+
+def follow_go_options(args: argparse.Namespace, prog: str) -> int | None:
+    """Follow the Go behaviour :data:`GO_BEHAVIOUR`'s options name
+    (:func:`credprov._go.goenv.follow_go`): None, after printing what a kubelet binary or
+    version gave on stderr; or the usage exit status, after printing the one-line error."""
+    from credprov._go.goenv import follow_go
+
+    go = follow_go(
+        go_version=getattr(args, "go_version", None),
+        go_debug=getattr(args, "go_debug", None),
+        kubelet_version=getattr(args, "kubelet_version", None),
+        kubelet_binary=getattr(args, "kubelet_binary", None),
+    )
+    if go.error is not None:
+        return usage_error(prog, go.error)
+    if go.notice is not None:
+        print(f"{prog}: {one_line(go.notice)}", file=sys.stderr)
+    return None
 
 
 def report_error(prog: str, exc: CredprovError) -> int:

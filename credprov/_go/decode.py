@@ -285,6 +285,51 @@ class Duration:
 
 
 @dataclass(frozen=True)
+class Time:
+    """``metav1.Time``: a JSON string (RFC 3339) or null; another JSON kind is
+    ``metav1.Time.UnmarshalJSON``'s own ``json.Unmarshal`` error, with the outer field
+    context. The RFC 3339 text itself is not checked here (``time.Parse``'s errors are not
+    reproduced): a malformed time decodes as its string."""
+
+    go_type: str = "string"
+
+
+@dataclass(frozen=True)
+class Bytes:
+    """A Go ``[]byte``: a base64 string (``encoding/base64.StdEncoding``; line breaks are
+    skipped), a JSON array of bytes, or null."""
+
+    go_type: str = "[]uint8"
+
+
+_B64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def _base64_error(text: str) -> str | None:
+    """Why ``text`` is not standard base64 (Go's ``illegal base64 data at input byte N``);
+    None when it is. The offset is the first byte outside the alphabet, else where the
+    padding or length goes wrong (approximately Go's: see :class:`Bytes`)."""
+    import base64
+    import binascii
+
+    data = text.encode("utf-8", "surrogateescape")
+    clean = data.replace(b"\r", b"").replace(b"\n", b"")
+    try:
+        base64.b64decode(clean, validate=True)
+        if len(clean) % 4 == 0:
+            return None
+    except (binascii.Error, ValueError):
+        pass
+    for i, byte in enumerate(data):
+        if byte not in _B64 and byte not in b"\r\n=":
+            return f"illegal base64 data at input byte {i}"
+    kept = [i for i, byte in enumerate(data) if byte not in b"\r\n"]
+    if "=" not in text and len(kept) % 4:  # an unfinished last quantum: where it starts
+        return f"illegal base64 data at input byte {kept[len(kept) // 4 * 4]}"
+    return f"illegal base64 data at input byte {max(len(data) - 1, 0)}"
+
+
+@dataclass(frozen=True)
 class Slice:
     """A Go slice of ``elem`` (JSON array or null)."""
 
@@ -334,7 +379,7 @@ class Struct:
         return f"{self.pkg}.{self.name}"
 
 
-Spec = Scalar | Duration | Slice | Map | Ptr | Struct
+Spec = Scalar | Duration | Time | Bytes | Slice | Map | Ptr | Struct
 
 STRING = Scalar("string")
 BOOL = Scalar("bool")
@@ -390,6 +435,24 @@ class _Decoder:
             return self.value(spec.elem, value, path, current)
         if isinstance(spec, Duration):
             return self._duration(value)
+        if isinstance(spec, Bytes):
+            if value is None:
+                return None
+            if isinstance(value, str):
+                problem = _base64_error(value)
+                if problem is not None:
+                    if self.saved is None:  # saved, as a type error is: the first one wins
+                        self.saved = problem
+                    return _KEEP
+                return value
+            if isinstance(value, list):
+                return self._slice(Slice(Scalar("int", "uint8")), value, path)
+            self._save(value, spec.go_type)
+            return _KEEP
+        if isinstance(spec, Time):
+            if value is not None and not isinstance(value, str):
+                raise _Abort(self._type_error(value, "string"))
+            return value
         if isinstance(spec, Scalar):
             return self._scalar(spec, value)
         if isinstance(spec, Slice):
@@ -430,8 +493,16 @@ class _Decoder:
             self._save(value, spec.go_type)
             return _KEEP
         literal = json_number_text(value)
-        bits = 32 if spec.go_name.endswith("32") else 64
-        if _INTEGER.fullmatch(literal) and -(1 << bits - 1) <= int(literal) < 1 << bits - 1:
+        if spec.go_name == "uint8":
+            low, high = 0, 1 << 8
+        else:
+            bits = 32 if spec.go_name.endswith("32") else 64
+            low, high = -(1 << bits - 1), 1 << bits - 1
+        if (
+            _INTEGER.fullmatch(literal)
+            and len(literal) <= 20  # longer is out of range (and more than Python converts)
+            and low <= int(literal) < high
+        ):
             return int(literal)
         if self.saved is None:  # encoding/json names the number by its literal
             self.saved = self._type_error(value, spec.go_type, f"number {literal}")
@@ -528,8 +599,10 @@ def _zero(spec: Spec) -> Any:
     return None
 
 
-def decode_typed(spec: Struct, doc: Document) -> dict[str, Any]:
-    """Strictly decode ``doc`` into ``spec`` the way ``kjson.UnmarshalStrict`` does.
+def decode_typed(spec: Struct, doc: Document, *, strict: bool = True) -> dict[str, Any]:
+    """Strictly decode ``doc`` into ``spec`` the way ``kjson.UnmarshalStrict`` does (not
+    ``strict``: as ``kjson.UnmarshalCaseSensitivePreserveInts`` does, unknown and duplicate
+    fields dropped).
 
     Returns:
         Plain, well-typed data: JSON field names as keys; absent or null fields are absent
@@ -549,6 +622,6 @@ def decode_typed(spec: Struct, doc: Document) -> dict[str, Any]:
         raise DecodeError("exceeded max depth") from None
     if decoder.saved is not None:
         raise DecodeError(decoder.saved)
-    if doc.strict_errors or decoder.strict:
+    if strict and (doc.strict_errors or decoder.strict):
         raise StrictDecodingError(doc.strict_errors + decoder.strict)
     return out if isinstance(out, dict) else {}

@@ -319,10 +319,11 @@ def _parse_iteratively(
     text: str,
     object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None,
     parse_float: Callable[[str], Any] | None = None,
+    parse_int: Callable[[str], Any] | None = None,
 ) -> Any:
     """Parse ``text``, already known to be valid JSON, without recursion (any depth)."""
     scanstring = json.decoder.scanstring  # type: ignore[attr-defined]
-    decoder = json.JSONDecoder(parse_float=parse_float)
+    decoder = json.JSONDecoder(parse_float=parse_float, parse_int=parse_int)
     # Each frame: [is_object, items, the pending key of an object (None: a key comes next)]
     stack: list[list[Any]] = []
     root: Any = None
@@ -362,13 +363,30 @@ def _parse_iteratively(
     return root
 
 
+#: Python converts at most this many digits to an int (``sys.get_int_max_str_digits``).
+_INT_DIGITS = 4300
+
+
+def _parse_int(text: str) -> Any:
+    """A JSON integer; one with more digits than Python converts stays a number that
+    keeps its literal (:class:`GoFloat`, infinite as a float), as Go's decoder sees a number
+    it then names by that literal (``cannot unmarshal number 999... into ... int32``)."""
+    if len(text) <= _INT_DIGITS:
+        return int(text)
+    return GoFloat.parse(text)
+
+
 def loads(
     data: str | bytes,
     *,
     object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
     parse_float: Callable[[str], Any] | None = None,
+    big_ints: bool = False,
 ) -> Any:
     """``json.Unmarshal`` into ``interface{}``, as Go reads the text (see the module notes).
+
+    ``big_ints``: an integer of more digits than Python converts is a number that keeps its
+    literal (:func:`_parse_int`) instead of a ``ValueError``.
 
     Raises:
         JSONSyntaxError: Go's syntax error text (a ``ValueError``).
@@ -381,6 +399,7 @@ def loads(
             object_pairs_hook=object_pairs_hook,
             parse_constant=_reject_constant,
             parse_float=parse_float,
+            parse_int=_parse_int if big_ints else None,
         )
     except (ValueError, RecursionError):
         pass
@@ -389,7 +408,9 @@ def loads(
     if error is not None:
         raise error
     # Valid, but deeper than Python's parser reads.
-    return _parse_iteratively(fixed, object_pairs_hook, parse_float)
+    return _parse_iteratively(
+        fixed, object_pairs_hook, parse_float, _parse_int if big_ints else None
+    )
 
 
 #: ``unicode.IsSpace``: the Latin-1 spaces and the other White_Space runes (Python's
@@ -428,7 +449,7 @@ def load_yaml_all(data: bytes | str) -> list[Any]:
     text = data if isinstance(data, str) else data.decode("utf-8", "replace")
     if text.lstrip()[:1] in ("{", "["):
         try:  # JSON first: it is what Go reads it as, surrogate escapes included
-            return [loads(data)]
+            return [loads(data, big_ints=True)]
         except ValueError:
             pass  # not JSON after all: YAML may still read it (and says where it fails)
     from credprov._go import goyaml

@@ -35,10 +35,16 @@ IPv4-mapped fix of 1.25.4 with 1.24.10). Later releases credprov has not seen ar
 behave as the newest one of their line (1.25.9 as 1.25.5) or, past the newest line, as the
 newest release (1.28 as 1.27.3).
 
-Strict colons are Go's ``urlstrictcolons`` GODEBUG setting, on by default when the main
-module's ``go.mod`` says ``go 1.26`` or ``godebug default=go1.26`` or later. credprov assumes
-a kubelet built with Go 1.26 has it on: Kubernetes' ``go.mod`` files pair ``go 1.N.0`` with
-``godebug default=go1.N`` for the Go line it builds with.
+Strict colons are Go's ``urlstrictcolons`` GODEBUG setting, on by default only when the
+main module's ``go.mod`` says ``go 1.26`` (or ``godebug default=go1.26``) or later; a kubelet
+whose ``go.mod`` is older (a release branch moved to Go 1.26 keeps its ``go`` line) has
+``urlstrictcolons=0`` in its ``DefaultGODEBUG`` and takes the port after the last ``:``
+again. A :class:`GoRelease` carries the settings that make it differ from its toolchain's
+defaults (``go_release("1.26.6", "urlstrictcolons=0")``, :mod:`credprov._go.godebug`);
+``--kubelet-binary`` reads them from the kubelet (:mod:`credprov._go.buildinfo`),
+``--kubelet-version`` from credprov's table (:mod:`credprov._go.kubelet_versions`), and
+``--go-debug`` sets them as the ``GODEBUG`` environment variable would. A release named
+without them (``--go-version 1.26.6``) has its toolchain's defaults: strict colons.
 
 ``strconv.Quote`` prints a rune as it is when ``strconv.IsPrint`` says so, and that follows
 the release's Unicode tables (``unicode.Version``): 15.0.0 in Go 1.21 to 1.26, 17.0.0 in Go
@@ -57,7 +63,7 @@ release: ``go version -m <kubelet binary>`` prints it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from credprov.errors import GoError
@@ -158,7 +164,9 @@ class GoRelease:
     ``ipv4_mapped`` whether ``[::ffff:1.2.3.4]`` is accepted; ``strict_colons`` is ``""``
     (the port follows the last ``:``), ``"not-postgres"`` (the first ``:``, for every scheme
     but ``postgres``/``postgresql``) or ``"http"`` (the first ``:``, for ``http``/``https``
-    only); ``unicode`` is ``unicode.Version``.
+    only); ``unicode`` is ``unicode.Version``; ``godebug`` the ``GODEBUG`` settings that
+    make this binary differ from its toolchain's defaults (:func:`credprov._go.godebug.honoured`:
+    ``(("urlstrictcolons", "0"),)`` turns strict colons off).
     """
 
     minor: int
@@ -168,16 +176,33 @@ class GoRelease:
     ipv4_mapped: bool
     strict_colons: str
     unicode: str
+    godebug: tuple[tuple[str, str], ...] = ()
 
     def __str__(self) -> str:
+        if self.godebug:
+            settings = ",".join(f"{k}={v}" for k, v in self.godebug)
+            return f"1.{self.minor}.{self.patch} with GODEBUG {settings}"
+        return f"1.{self.minor}.{self.patch}"
+
+    @property
+    def version(self) -> str:
+        """The release alone (``1.26.6``), without its ``GODEBUG`` settings."""
         return f"1.{self.minor}.{self.patch}"
 
     def __hash__(self) -> int:
         # Cheap: releases key the parse caches of image matching, a hot path.
-        return hash((self.minor, self.patch))
+        return hash((self.minor, self.patch, self.godebug))
 
 
-def _make(minor: int, patch: int) -> GoRelease:
+def _make(minor: int, patch: int, godebug: tuple[tuple[str, str], ...] = ()) -> GoRelease:
+    release = _make_release(minor, patch)
+    if not godebug:
+        return release
+    colons = "" if ("urlstrictcolons", "0") in godebug else release.strict_colons
+    return replace(release, strict_colons=colons, godebug=godebug)
+
+
+def _make_release(minor: int, patch: int) -> GoRelease:
     unicode = "17.0.0" if minor >= 27 else "15.0.0"
     if minor >= 27 or (minor == 26 and patch >= 1):
         colons = "not-postgres" if (minor, patch) == (26, 1) else "http"
@@ -205,13 +230,16 @@ _VERSION = re.compile(r"(?:go)?1\.(\d{1,4})(?:\.(\d{1,4}))?")
 
 
 @lru_cache(maxsize=64)
-def go_release(version: str) -> GoRelease:
+def go_release(version: str, godebug: str = "") -> GoRelease:
     """The :class:`GoRelease` of ``version``: ``1.25.5``, ``go1.26.2``, or ``1.N`` for a Go line
-    whose patch releases all parse alike (``1.23``, ``1.27``).
+    whose patch releases all parse alike (``1.23``, ``1.27``); ``godebug`` the binary's
+    ``GODEBUG`` settings (``urlstrictcolons=0``; :mod:`credprov._go.godebug`), of which the
+    ones that change what this release does are kept.
 
     Raises:
         GoVersionError: not a Go 1 release credprov reproduces, or ``1.24``/``1.25``/``1.26``
             without the patch number.
+        credprov._go.godebug.GoDebugError: ``godebug`` is malformed.
     """
     match = _VERSION.fullmatch(version.strip())
     if match is None:
@@ -235,7 +263,11 @@ def go_release(version: str) -> GoRelease:
         patch = 0
     else:
         patch = int(match.group(2))
-    return _make(minor, patch)
+    if not godebug:
+        return _make(minor, patch)
+    from credprov._go.godebug import honoured, parse_godebug
+
+    return _make(minor, patch, honoured(parse_godebug(godebug), minor))
 
 
 _current = go_release(DEFAULT_GO_VERSION)
@@ -246,14 +278,23 @@ def current_go() -> GoRelease:
     return _current
 
 
-def use_go(version: str | GoRelease) -> GoRelease:
-    """Follow ``version`` from now on where a caller names no release; returns the release.
+def use_go(version: str | GoRelease, godebug: str = "") -> GoRelease:
+    """Follow ``version`` (with the ``GODEBUG`` settings ``godebug``) from now on where a
+    caller names no release; returns the release.
 
     Raises:
         GoVersionError: see :func:`go_release`.
     """
     global _current
-    _current = version if isinstance(version, GoRelease) else go_release(version)
+    if isinstance(version, GoRelease):
+        if godebug:
+            from credprov._go.godebug import honoured, parse_godebug
+
+            merged = dict(version.godebug) | parse_godebug(godebug)
+            version = _make(version.minor, version.patch, honoured(merged, version.minor))
+        _current = version
+    else:
+        _current = go_release(version, godebug)
     return _current
 
 

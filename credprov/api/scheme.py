@@ -50,7 +50,7 @@ from credprov._go.decode import (
 )
 from credprov._go.fmt import go_quote
 from credprov.api import internal, meta
-from credprov.api.specs import config_spec, exec_spec
+from credprov.api.specs import config_spec, exec_spec, pull_record_spec
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
@@ -62,8 +62,11 @@ SCHEME_NAME = "pkg/credentialprovider/plugin/plugin.go:69"
 INTERNAL_VERSION = "__internal"
 
 #: Kubelet config kinds per version. Decoding any but ``CredentialProviderConfig`` as a
-#: provider config is "wrong Kind"; credprov does not model those types, so their own strict
-#: and type errors (which the kubelet would report first) are not reproduced. The external
+#: provider config is "wrong Kind", after the kind's own type and strict decoding errors,
+#: which come first: those of ``ImagePullIntent`` and ``ImagePulledRecord`` (external
+#: versions) are reproduced (:func:`credprov.api.specs.pull_record_spec`); the other types
+#: (``KubeletConfiguration``, ``SerializedNodeConfigSource``, internal versions) are not
+#: modelled, so theirs are not. The external
 #: lists are the kubelet staging repository's at its newest (the source index here holds only
 #: older register.go blobs, with CredentialProviderConfig alone in v1alpha1); test data in
 #: kubernetes/kubernetes already has an ImagePreloadedRecord kind that no released
@@ -91,6 +94,7 @@ CONFIG_KINDS: dict[str, frozenset[str]] = {
     ),
 }
 EXEC_KINDS = frozenset({internal.REQUEST_KIND, internal.RESPONSE_KIND})
+_PULL_KINDS = frozenset({"ImagePullIntent", "ImagePulledRecord"})
 _INTERNAL_PACKAGE = {internal.CONFIG_GROUP: "config", internal.EXEC_GROUP: "credentialprovider"}
 
 
@@ -149,6 +153,8 @@ def _new(group: str, version: str, kind: str) -> _Type:
     """``Scheme.New``: the Go type for a group/version/kind (registered kinds first, then
     unversioned kinds by name), and what converting it to the internal version does."""
     if group == internal.CONFIG_GROUP and kind in CONFIG_KINDS.get(version, ()):
+        if kind in _PULL_KINDS and version != INTERNAL_VERSION:
+            return _Type(pull_record_spec(kind, version))
         if kind != internal.CONFIG_KIND:
             return _Type(None)
         return _credential_provider_type(group, version, kind)

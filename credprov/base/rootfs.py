@@ -291,6 +291,27 @@ class NodeRoot:
         finally:
             os.close(fd)
 
+    def open_regular(self, node_path: str) -> int:
+        """A blocking descriptor of the regular file ``node_path``, for bounded reads at
+        offsets (``os.pread``) of a file too big to read whole (a kubelet binary); the
+        caller closes it.
+
+        Raises:
+            FileNotFoundError: no such file.
+            NotRegularFileError: a FIFO, device, socket or directory (refused before any read).
+            NodeFileError: unreadable, a link loop.
+        """
+        fd = self._open(node_path, _READ_FLAGS)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise NotRegularFileError(node_path, file_kind(st.st_mode))
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
     def read_text(self, node_path: str, limit: int = MAX_READ_BYTES) -> str:
         """The file as text (UTF-8, bad bytes replaced), at most ``limit`` bytes read."""
         return self.read(node_path, limit).decode("utf-8", "replace")

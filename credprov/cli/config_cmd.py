@@ -39,7 +39,7 @@ def add_parser(sub: Any) -> None:
     validate.add_argument(
         "path", metavar="PATH", help="config file or directory; '-' reads one from stdin"
     )
-    opts.add_common(validate, opts.FEATURE_GATES, opts.GO_VERSION)
+    opts.add_common(validate, opts.FEATURE_GATES, *opts.GO_BEHAVIOUR)
     validate.set_defaults(run=run_validate)
 
 

@@ -52,7 +52,7 @@ def add_parser(sub: Any) -> None:
     )
     for option in (opts.PLUGIN_TIMEOUT, opts.SHOW_SECRETS, opts.METRICS_OUT):
         option.add(p)
-    opts.add_common(p, opts.FEATURE_GATES, opts.GO_VERSION)
+    opts.add_common(p, opts.FEATURE_GATES, *opts.GO_BEHAVIOUR)
     p.set_defaults(run=run)
 
 

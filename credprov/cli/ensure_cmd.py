@@ -124,7 +124,7 @@ def add_parser(sub: Any) -> None:
         "if PullImage answered another one (kubernetes#137024)",
     )
     opts.METRICS_OUT.add(p)
-    opts.add_common(p, opts.FEATURE_GATES, opts.GO_VERSION)
+    opts.add_common(p, opts.FEATURE_GATES, *opts.GO_BEHAVIOUR)
     p.set_defaults(run=run)
 
 

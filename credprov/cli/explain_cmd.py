@@ -32,7 +32,7 @@ def add_parser(sub: Any) -> None:
     opts.add_common(
         p,
         opts.FEATURE_GATES,
-        opts.GO_VERSION,
+        *opts.GO_BEHAVIOUR,
         opts.CONTAINERD_CONFIG_PATH,
         opts.REGISTRIES_CONF,
         opts.NODE_DOCKER_CONFIG,

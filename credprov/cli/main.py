@@ -15,7 +15,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from credprov.cmdoptions import one_line, run_command, safe_streams, usage_error
+from credprov.cmdoptions import follow_go_options, one_line, run_command, safe_streams
 from credprov.errors import CredprovError
 
 __all__ = ["CLIError", "entry", "feature_gates", "main", "warn"]
@@ -44,7 +44,6 @@ def warn(message: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``credprov`` with ``argv`` (default ``sys.argv[1:]``); the exit status."""
-    from credprov._go.goenv import follow_go_version
     from credprov.cli._logging import setup_logging_lazily
     from credprov.cli.parser import build_parser
 
@@ -52,9 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     setup_logging_lazily(args.verbosity)
-    bad_go_version = follow_go_version(getattr(args, "go_version", None))
-    if bad_go_version is not None:
-        return usage_error("credprov", bad_go_version)
+    bad_go = follow_go_options(args, "credprov")
+    if bad_go is not None:
+        return bad_go
     return run_command("credprov", lambda: int(args.run(args)))
 
 

@@ -41,7 +41,7 @@ def add_parser(sub: Any) -> None:
     opts.IMAGE.add(ex, required=True)
     opts.PLUGIN_TIMEOUT.add(ex)
     opts.SHOW_SECRETS.add(ex)
-    opts.add_common(ex, opts.FEATURE_GATES, opts.GO_VERSION)
+    opts.add_common(ex, opts.FEATURE_GATES, *opts.GO_BEHAVIOUR)
     ex.set_defaults(run=run_exec)
 
     from credprov.cli import plugin_test_cmd

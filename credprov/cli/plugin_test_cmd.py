@@ -91,7 +91,7 @@ def add_test_parser(plugin_subparsers: Any) -> argparse.ArgumentParser:
         help="a service-account annotation sent with the token; repeatable",
     )
     p.set_defaults(run=run)
-    opts.add_common(p, opts.GO_VERSION)
+    opts.add_common(p, *opts.GO_BEHAVIOUR)
     return p
 
 

@@ -49,7 +49,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("scenario", metavar="SCENARIO.yaml")
     opts.ROOT_DIR.add(p)
-    opts.add_common(p, opts.GO_VERSION, opts.CONTAINERD_CONFIG_PATH, opts.REGISTRIES_CONF)
+    opts.add_common(p, *opts.GO_BEHAVIOUR, opts.CONTAINERD_CONFIG_PATH, opts.REGISTRIES_CONF)
     p.set_defaults(run=run)
 
 

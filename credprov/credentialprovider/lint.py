@@ -19,10 +19,13 @@ from credprov.credentialprovider.matching import parse_schemeless_url
 def _other_go_warnings(where: str, pattern: str, url: GoURL) -> list[str]:
     """What kubelets built with other Go releases make of a pattern this one accepts: one
     warning per different outcome, naming the Go releases (families) it comes from."""
-    current = current_go().family
+    release = current_go()
+    current = release.family
     outcomes: dict[str, list[GoURLFamily]] = {}
     for family in FAMILIES:
-        if family == current:
+        # A release with GODEBUG settings of its own (urlstrictcolons=0) is not its
+        # family: the family's releases with their own defaults are another kubelet.
+        if family == current and not release.godebug:
             continue
         try:
             host = parse("https://" + pattern, go_version=go_release(family.name)).host
@@ -34,8 +37,9 @@ def _other_go_warnings(where: str, pattern: str, url: GoURL) -> list[str]:
             outcome = f"read its host as {host!r}, not {url.host!r}"
         outcomes.setdefault(outcome, []).append(family)
     fix = "avoid '[...]' in the host" if "[" in url.host else "keep one ':', before the port"
+    defaults = " (with their own GODEBUG defaults)" if release.godebug else ""
     return [
-        f"{where}: kubelets built with {describe(families)} {outcome}; {fix}"
+        f"{where}: kubelets built with {describe(families)}{defaults} {outcome}; {fix}"
         for outcome, families in outcomes.items()
     ]
 
@@ -92,7 +96,7 @@ def go_version_hint(config: internal.CredentialProviderConfig) -> str:
                 pass
             accepting = []
             for family in FAMILIES:
-                if family == current.family:
+                if family == current.family and not current.godebug:
                     continue
                 try:
                     parse("https://" + pattern, go_version=go_release(family.name))

@@ -43,7 +43,7 @@ def run_doctor(options: DoctorOptions) -> Report:
     """
     import os
 
-    from credprov.doctor import checks, cluster, kep2535, kep4412, mirrors
+    from credprov.doctor import checks, cluster, kep2535, kep4412, kubelet_go, mirrors
     from credprov.doctor.binaries import node_machine
 
     if not os.path.isdir(options.root):
@@ -74,6 +74,7 @@ def run_doctor(options: DoctorOptions) -> Report:
         return report
     for check in (
         checks.check_flags,
+        kubelet_go.check_kubelet_go,  # first: the Go it settles on judges what follows
         checks.check_provider_config,  # before feature-gates: it needs the providers
         checks.check_feature_gates,
         checks.check_lint,

@@ -77,7 +77,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     opts.TEXTFILE.add(p)
     opts.EVERY.add(p)
     opts.NPD.add(p)
-    opts.add_common(p, opts.GO_VERSION)
+    opts.add_common(p, *opts.GO_BEHAVIOUR)
 
 
 def _colour(stream: Any) -> bool:
@@ -102,7 +102,23 @@ def _options(args: argparse.Namespace) -> DoctorOptions:
         plugin_deadline_ns=args.plugins_deadline,
         containerd_config_path=args.containerd_config_path,
         registries_conf=args.registries_conf,
+        go_choice=_go_choice(args),
+        go_debug=args.go_debug,
     )
+
+
+def _go_choice(args: argparse.Namespace) -> str | None:
+    """The option that chose the Go behaviour, or None (the node's kubelet binary decides)."""
+    from credprov._go.goenv import GO_VERSION_ENV
+
+    for flag, value in (
+        ("--kubelet-binary", args.kubelet_binary),
+        ("--kubelet-version", args.kubelet_version),
+        ("--go-version", args.go_version),
+    ):
+        if value is not None:
+            return flag
+    return GO_VERSION_ENV if os.environ.get(GO_VERSION_ENV) else None
 
 
 def _check_fleet_options(args: argparse.Namespace) -> None:
@@ -244,13 +260,12 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     ``sys.argv[1:]``), run, return the exit status; never a traceback."""
     opts.safe_streams()
     args = build_parser(prog).parse_args(argv)
-    from credprov._go.goenv import follow_go_version
     from credprov.base.logs import setup_logging
 
     setup_logging(args.verbosity)
-    bad_go_version = follow_go_version(args.go_version)
-    if bad_go_version is not None:
-        return opts.usage_error(prog, bad_go_version)
+    bad_go = opts.follow_go_options(args, prog)
+    if bad_go is not None:
+        return bad_go
     return opts.run_command(prog, lambda: run(args, prog))
 
 

@@ -72,6 +72,12 @@ class DoctorOptions:
     containerd_config_path: str | None = None
     #: CRI-O's ``registries.conf`` inside the root (default: the usual path when present).
     registries_conf: str | None = None
+    #: The option that chose the Go behaviour credprov follows (``--go-version``,
+    #: ``--kubelet-version``, ``--kubelet-binary``, ``$CREDPROV_GO_VERSION``); None: the
+    #: node's kubelet binary decides (:mod:`credprov.doctor.kubelet_go`).
+    go_choice: str | None = None
+    #: ``--go-debug``: GODEBUG settings over the kubelet binary's and process's.
+    go_debug: str | None = None
 
 
 @dataclass

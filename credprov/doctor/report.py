@@ -22,6 +22,7 @@ __all__ = ["GROUPS", "SUMMARY_ORDER", "Finding", "Report", "Status", "render_tex
 #: Check id -> the heading it is printed under (in this order).
 GROUPS: dict[str, str] = {
     "kubelet.flags": "kubelet",
+    "kubelet.go": "kubelet",
     "feature-gates": "kubelet",
     "provider-config.valid": "provider config",
     "provider-config.lint": "provider config",

@@ -29,7 +29,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from credprov._go.decode import DecodeError
 from credprov._go.fmt import go_quote
+from credprov.api.objects import decode_object
 from credprov.kubelet import KubeletError
 
 __all__ = [
@@ -183,6 +185,10 @@ def parse_pod(obj: Mapping[str, Any], where: str = "pod") -> PodSpec:
     if kind != "Pod":
         what = "no kind" if kind is None else f"kind {go_quote(str(kind))}"
         raise PodSpecError(f"{where}: holds {what}, not a Pod")
+    try:
+        decode_object(obj)  # a Pod the API server's decoding refuses was never stored
+    except DecodeError as exc:
+        raise PodSpecError(f"{where}: {exc}") from None
     meta = r.mapping(obj.get("metadata"), "metadata")
     name = r.string(meta.get("name"), "metadata.name", required=True)
     namespace = r.string(meta.get("namespace"), "metadata.namespace") or "default"

@@ -19,7 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from credprov._go.decode import DecodeError
 from credprov._go.json import YAMLError, load_yaml_all
+from credprov.api.objects import decode_object
 from credprov.base.fileio import InputReadError, read_input
 from credprov.errors import NodeAccessError
 
@@ -256,6 +258,10 @@ def _checked(obj: Any, where: str) -> Mapping[str, Any]:
     try:
         _key(obj)
     except NodeAuthError as exc:
+        raise NodeAuthError(f"{where}: {exc}") from None
+    try:
+        decode_object(obj)  # what the API server's decoding refuses, it never stored
+    except DecodeError as exc:
         raise NodeAuthError(f"{where}: {exc}") from None
     meta = obj.get("metadata")
     if meta is not None and not isinstance(meta, Mapping):

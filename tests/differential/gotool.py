@@ -192,3 +192,63 @@ def oracle(name: str, go_version: str | None = None, env: dict[str, str] | None 
 def chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+def build_module(
+    name: str,
+    go_mod: str,
+    *,
+    go_version: str | None = None,
+    goarch: str = "amd64",
+    go_debug_lines: tuple[str, ...] = (),
+) -> Path:
+    """Build ``tests/differential/go/<name>/`` as the main module of a ``go.mod`` whose text
+    is ``go_mod`` (module mode, standard library only: nothing is fetched), with
+    ``//go:debug`` lines ``go_debug_lines`` above its package clause, for ``goarch``; the
+    binary, cached by everything that went into it.
+
+    What :mod:`credprov._go.buildinfo` reads: the toolchain, the module, and the
+    ``DefaultGODEBUG`` that the ``go`` line, ``godebug`` lines and ``//go:debug`` lines give.
+    """
+    import tempfile
+
+    src = GO_SOURCES / name
+    go = go_binary(go_version)
+    env = _go_env(go)
+    env.update(GO111MODULE="on", GOFLAGS="-mod=mod", GOARCH=goarch, GOOS="linux")
+    env.pop("GOPATH", None)
+    env["GOPATH"] = str(CACHE / "gopath")
+    version = subprocess.run(
+        [str(go), "version"], capture_output=True, text=True, env=env, check=False
+    ).stdout.strip()
+    digest = hashlib.sha256()
+    for path in sorted(src.glob("*.go")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for part in (go_mod, version, goarch, *go_debug_lines):
+        digest.update(part.encode() + b"\0")
+    out = CACHE / "bin" / f"{name}-mod-{digest.hexdigest()[:16]}"
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"credprov-{name}-") as tmp:
+        work = Path(tmp)
+        for path in src.glob("*.go"):
+            text = path.read_text()
+            if go_debug_lines and "\nfunc main()" in text:
+                text = "".join(f"//go:debug {line}\n" for line in go_debug_lines) + text
+            (work / path.name).write_text(text)
+        (work / "go.mod").write_text(go_mod)
+        tmp_out = out.with_name(out.name + f".tmp{os.getpid()}")
+        proc = subprocess.run(
+            [str(go), "build", "-trimpath", "-o", str(tmp_out), "."],
+            cwd=work, capture_output=True, text=True, env=env, check=False,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            pytest.fail(f"go build {name} ({go_mod.splitlines()[-1]}) failed:\n{proc.stderr}")
+        tmp_out.replace(out)
+    return out
+
+
+def oracle_binary(binary: Path, env: dict[str, str] | None = None) -> Oracle:
+    """An oracle already built (e.g. by :func:`build_module`)."""
+    return Oracle(binary, env)

@@ -58,6 +58,16 @@ def _key_collision(data: bytes) -> bool:
     return False
 
 
+def _as_kubelets_release(err: str) -> str:
+    """The oracle's error (Debian's sigs.k8s.io/yaml v1.3.0) as the release the kubelet
+    vendors words it: the pinned table of :data:`credprov._go.goyaml.UNSUPPORTED_MAP_KEY`."""
+    old, new = (
+        goyaml.UNSUPPORTED_MAP_KEY["v1.3.0"],
+        goyaml.UNSUPPORTED_MAP_KEY[goyaml.SIGS_YAML_RELEASE],
+    )
+    return new + err[len(old) :] if err.startswith(old) else err
+
+
 def _divergence(data: bytes, go: dict[str, Any], ours: dict[str, Any]) -> str | None:
     if go["ok"] != ours["ok"]:
         return f"go {'accepts' if go['ok'] else 'refuses: ' + go['err']!r}; credprov " + (
@@ -72,10 +82,11 @@ def _divergence(data: bytes, go: dict[str, Any], ours: dict[str, Any]) -> str | 
         return (
             f"values differ: go {go['out'][:200]!r}, credprov {json.dumps(ours['value'])[:200]!r}"
         )
-    if go["err"] == ours["err"]:
+    go_err = _as_kubelets_release(go["err"])
+    if go_err == ours["err"]:
         return None
-    unsupported = "Unsupported map key of type: "
-    if go["err"].startswith(unsupported) and ours["err"].startswith(unsupported):
+    unsupported = goyaml.UNSUPPORTED_MAP_KEY[goyaml.SIGS_YAML_RELEASE] + ": "
+    if go_err.startswith(unsupported) and ours["err"].startswith(unsupported):
         return None
     return f"texts differ: go {go['err']!r}, credprov {ours['err']!r}"
 

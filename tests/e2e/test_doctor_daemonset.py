@@ -88,7 +88,7 @@ def test_the_image_writes_the_textfile_node_exporter_reads(
     assert {s.labels["subject"] for s in families["credprov_doctor_check"].samples
             if s.labels["id"].startswith("plugin.")} == {"static-credential-provider"}  # fmt: skip
     counts = {s.labels["status"]: s.value for s in families["credprov_doctor_checks"].samples}
-    assert counts == {"pass": 12.0, "warn": 0.0, "fail": 0.0, "skip": 1.0}
+    assert counts == {"pass": 13.0, "warn": 0.0, "fail": 0.0, "skip": 1.0}
     assert families["credprov_doctor_up"].samples[0].value == 1.0
     (duration,) = families["credprov_doctor_last_run_duration_seconds"].samples
     assert 0 < duration.value < 60

@@ -57,6 +57,7 @@ PASSWORD = f"robot-{CANARY}"
 #: tokenAttributes (the static plugin answers without a service-account token).
 EXPECTED = {
     "kubelet.flags": "pass",
+    "kubelet.go": "pass",
     "feature-gates": "pass",
     "provider-config.valid": "pass",
     "provider-config.lint": "pass",
@@ -90,6 +91,11 @@ def plant_kubeadm_node(root: Path) -> None:
     plant(
         root, "/usr/lib/systemd/system/kubelet.service", "[Service]\nExecStart=/usr/bin/kubelet\n"
     )
+    # The kubelet's Go build information (kubelet.go reads it; nothing runs it).
+    kubelet = inside(root, "/usr/bin/kubelet")
+    if kubelet.exists() or kubelet.is_symlink():
+        kubelet.unlink()
+    nodes.write_kubelet(root)
     plant(
         root,
         "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf",

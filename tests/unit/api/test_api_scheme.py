@@ -197,6 +197,33 @@ _CONFIG_ERR = [
         'failed to decode "ImagePulledRecord" (wrong Kind)',
         id="internal-version-image-pulled-record",
     ),
+    # The kubelet's scheme decodes a KEP-2535 record strictly before the kind is checked.
+    pytest.param(
+        _doc(f"{KC}/v1beta1", "ImagePulledRecord", "imageRef: x\nbogus: 1\n"),
+        'strict decoding error: unknown field "bogus"',
+        id="image-pulled-record-unknown-field",
+    ),
+    pytest.param(
+        _doc(f"{KC}/v1alpha1", "ImagePullIntent", "image: a\nimage: b\nz: 1\n"),
+        'strict decoding error: yaml: unmarshal errors:\n  line 4: key "image" already set in '
+        'map, unknown field "z"',
+        id="image-pull-intent-duplicate-and-unknown",
+    ),
+    pytest.param(
+        _doc(
+            f"{KC}/v1beta1",
+            "ImagePulledRecord",
+            "credentialMapping:\n  r:\n    nodePodsAccessible: 1\n",
+        ),
+        "json: cannot unmarshal number into Go struct field "
+        "ImagePullCredentials.credentialMapping.nodePodsAccessible of type bool",
+        id="image-pulled-record-type-error",
+    ),
+    pytest.param(
+        _doc(f"{KC}/v1beta1", "ImagePulledRecord", "imageRef: x\n"),
+        'failed to decode "ImagePulledRecord" (wrong Kind)',
+        id="image-pulled-record-decodes-then-wrong-kind",
+    ),
     pytest.param(
         _doc(f"{KC}/__internal", "Foo"),
         _not_internal("Foo", KC),

@@ -521,20 +521,23 @@ def _with_volumes(*volumes: Any) -> dict[str, Any]:
         ),
         (
             _with_volumes({"name": "v", "image": "x"}),
-            "pod: spec.volumes[0].image: must be an object, not str",
+            'pod: Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into Go struct field Volume.spec.volumes.image of type v1.ImageVolumeSource',
         ),
         (
             _with_volumes({"name": "v", "image": {"reference": 7}}),
-            "pod: spec.volumes[0].image.reference: must be a string, not int",
+            'pod: Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number into Go struct field ImageVolumeSource.spec.volumes.image.reference of type string',
         ),
-        (_with_volumes("v"), "pod: spec.volumes[0]: must be an object, not str"),
+        (
+            _with_volumes("v"),
+            'pod: Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into Go struct field PodSpec.spec.volumes of type v1.Volume',
+        ),
         (
             {
                 "kind": "Pod",
                 "metadata": {"name": "p"},
                 "spec": {"containers": [{"name": "c", "image": "x"}], "volumes": {}},
             },
-            "pod: spec.volumes: must be a list, not dict",
+            'pod: Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal object into Go struct field PodSpec.spec.volumes of type []v1.Volume',
         ),
         ({"kind": "Secret"}, 'pod: holds kind "Secret", not a Pod'),
         ({"metadata": {"name": "p"}}, "pod: holds no kind, not a Pod"),
@@ -549,7 +552,7 @@ def _with_volumes(*volumes: Any) -> dict[str, Any]:
         ),
         (
             {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": {"name": "c"}}},
-            "pod: spec.containers: must be a list, not dict",
+            'pod: Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal object into Go struct field PodSpec.spec.containers of type []v1.Container',
         ),
         (
             {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}},
@@ -565,7 +568,7 @@ def _with_volumes(*volumes: Any) -> dict[str, Any]:
                 "metadata": {"name": "p"},
                 "spec": {"containers": [{"name": "c", "image": 5}]},
             },
-            "pod: spec.containers[0].image: must be a string, not int",
+            'pod: Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number into Go struct field Container.spec.containers.image of type string',
         ),
         (
             {
@@ -594,9 +597,12 @@ def _with_volumes(*volumes: Any) -> dict[str, Any]:
                 "metadata": {"name": "p"},
                 "spec": {"containers": [{"name": "c", "image": "x"}], "imagePullSecrets": ["a"]},
             },
-            "pod: spec.imagePullSecrets[0]: must be an object, not str",
+            'pod: Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into Go struct field PodSpec.spec.imagePullSecrets of type v1.LocalObjectReference',
         ),
-        ({"kind": "Pod", "metadata": "p"}, "pod: metadata: must be an object, not str"),
+        (
+            {"kind": "Pod", "metadata": "p"},
+            'pod: Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into Go struct field Pod.metadata of type v1.ObjectMeta',
+        ),
     ],
 )
 def test_invalid_pods(obj: dict[str, Any], message: str) -> None:

@@ -131,3 +131,16 @@ GO_FAMILY_WARNINGS = [
 def test_other_go_releases(release: str, pattern: str, warnings: list[str]) -> None:
     use_go(release)
     assert lint_config(config(pattern)) == warnings
+
+
+def test_a_kubelet_with_urlstrictcolons_0_is_warned_about_go_defaults() -> None:
+    # A go 1.24 kubelet built with Go 1.26 accepts host::5000; one with Go 1.26's own
+    # defaults does not.
+    from credprov._go.version import go_release
+
+    use_go(go_release("1.26.6", "urlstrictcolons=0"))
+    assert lint_config(config("host::5000")) == [
+        W + "'host::5000': kubelets built with Go 1.26.0 and later (with their own GODEBUG "
+        "defaults) refuse it (invalid port \"::5000\" after host); keep one ':', before the "
+        "port"
+    ]

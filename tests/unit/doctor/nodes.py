@@ -18,6 +18,7 @@ from pathlib import Path
 from credprov.doctor.binaries import elf_info
 from credprov.pullmanager.fsstore import FSPullRecordsAccessor
 from credprov.pullmanager.types import ImagePullCredentials, ImagePulledRecord
+from tests import goelf
 
 #: Never printed by the doctor: a provider env value that the plugin also returns as
 #: its password.
@@ -298,7 +299,17 @@ def kubeadm_node(root: Path, shell: str = "busybox") -> Path:
     write(root, CONFIG, provider_config())
     _plugins(root, BIN)
     _records(root)
+    write_kubelet(root)
     return root
+
+
+def write_kubelet(root: Path, toolchain: str = "go1.25.5", default_godebug: str = "") -> Path:
+    """``/usr/bin/kubelet``: an ELF file with the Go build information of a kubelet built by
+    ``toolchain`` with ``default_godebug`` (Kubernetes 1.35's: Go 1.25.5, go 1.25 line)."""
+    path = root / "usr/bin/kubelet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    info = goelf.modinfo(default_godebug=default_godebug or None)
+    return goelf.write(path, goelf.elf(goelf.blob(toolchain, info)))
 
 
 K3S_BIN = "/var/lib/rancher/credentialprovider/bin"

@@ -479,7 +479,7 @@ def test_cli_text_colour_only_on_a_tty(
     assert main(["doctor", "--node-root", str(node), "--no-exec"]) == 0
     out = capsys.readouterr().out
     assert "\033[" not in out
-    assert out.rstrip().endswith("13 pass, 0 warn, 0 fail, 5 skip")
+    assert out.rstrip().endswith("14 pass, 0 warn, 0 fail, 5 skip")
     assert "\nplugins\n" in out and "PASS kubelet.flags" in out
 
 

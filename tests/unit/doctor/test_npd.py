@@ -68,7 +68,7 @@ def doctor(*args: str) -> list[str]:
 def test_a_healthy_node_is_ok_with_its_summary(tmp_path: Path) -> None:
     node = nodes.kubeadm_node(tmp_path / "node")
     status, message = npd_call(doctor("--node-root", str(node), "--no-exec"))
-    assert (status, message) == ("ok", "credprov doctor: no check failed (13 pass, 0 warn, 0 fail)")
+    assert (status, message) == ("ok", "credprov doctor: no check failed (14 pass, 0 warn, 0 fail)")
 
 
 def test_a_broken_setup_is_a_problem_naming_the_check(tmp_path: Path) -> None:

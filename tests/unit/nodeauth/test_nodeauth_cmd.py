@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import subprocess
 import sys
@@ -382,7 +383,13 @@ def test_audit_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_no_secret_value_in_any_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     objects = tmp_path / "objects.json"
-    secret = {"kind": "Secret", "metadata": {"name": "s", "namespace": "ns"}, "data": {"k": CANARY}}
+    encoded = base64.b64encode(CANARY.encode()).decode()  # data values are base64, as stored
+    secret = {
+        "kind": "Secret",
+        "metadata": {"name": "s", "namespace": "ns"},
+        "data": {"k": encoded},
+        "stringData": {"j": CANARY},
+    }
     pod = {
         "kind": "Pod",
         "metadata": {"name": "p", "namespace": "ns"},
@@ -399,6 +406,7 @@ def test_no_secret_value_in_any_output(tmp_path: Path, capsys: pytest.CaptureFix
     )
     captured = capsys.readouterr()
     assert CANARY not in captured.out + captured.err
+    assert encoded not in captured.out + captured.err
     assert '"name": "s"' in captured.out
 
 

@@ -21,7 +21,7 @@ SECRET = {
     "apiVersion": "v1",
     "kind": "Secret",
     "metadata": {"name": "s", "namespace": "ns"},
-    "data": {"password": CANARY},
+    "stringData": {"password": CANARY},  # data would hold base64
 }
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}}
 NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "namespace": "ignored"}}
