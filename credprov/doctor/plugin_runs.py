@@ -6,8 +6,6 @@ One :class:`PluginRuns` per doctor run decides, for each provider's ``<bin-dir>/
   :mod:`credprov.doctor.sandbox`, probed once (not per plugin) and only when a plugin is
   about to run (``--no-exec`` probes nothing); when it cannot be had, every plugin is
   skipped with the reason, never run on this host;
-* whether uid 65534 may start this plugin (a mode-0700 root-owned plugin is skipped, saying
-  the kubelet runs plugins as root);
 * its deadline: all runs share an overall budget (``--plugins-deadline``, starting with the
   first run); each gets the smaller of its own timeout (``--plugin-timeout``) and what is
   left, and once it is spent the remaining plugins are skipped, naming the ones that hung,
@@ -22,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -35,7 +34,6 @@ from credprov.doctor.sandbox import (
     SandboxError,
     plan_root,
     probe,
-    unprivileged_exec_problem,
 )
 
 __all__ = ["PluginDeadline", "PluginRuns", "refusal_text"]
@@ -44,6 +42,13 @@ __all__ = ["PluginDeadline", "PluginRuns", "refusal_text"]
 def refusal_text(failure: SandboxError) -> str:
     """The ``plugin.responds`` skip reason when plugins cannot be confined."""
     if failure.errno in (errno.EPERM, errno.EACCES):
+        if os.geteuid() == 0:
+            return (
+                "not run: running a plugin inside --node-root needs CAP_SYS_ADMIN and "
+                f"CAP_SYS_CHROOT for a private mount namespace and chroot ({failure}); this "
+                "process is root without them (a container: add the capabilities, or run "
+                "it privileged) or pass --no-exec"
+            )
         return (
             "not run: running a plugin inside --node-root needs root for a private mount "
             f"namespace and chroot ({failure}); run as root or pass --no-exec"
@@ -127,16 +132,7 @@ class PluginRuns:
         if not self._probed:
             self._probed = True
             self._refused = self._probe()
-        if self._refused is not None:
-            return self._refused
-        problem = unprivileged_exec_problem(self.root, node_path)
-        if problem is not None:
-            return (
-                f"not run: {problem}; the doctor runs a node's plugins inside --node-root as that "
-                "unprivileged user, while the kubelet runs them as root (so the node may run "
-                "it fine)"
-            )
-        return None
+        return self._refused
 
     def _probe(self) -> str | None:
         try:
