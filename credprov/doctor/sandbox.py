@@ -452,10 +452,10 @@ def _drop_capabilities() -> None:
     for cap in range(64):
         if cap in KEPT_CAPABILITIES:
             continue
-        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
-            if ctypes.get_errno() == errno.EINVAL:
-                break  # past the kernel's last capability
-            # EPERM: no CAP_SETPCAP; the permitted set below still bounds the exec.
+        # EINVAL: past the kernel's last capability. EPERM (no CAP_SETPCAP) is ignored:
+        # the permitted set below still bounds the exec.
+        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:
+            break
     keep = 0
     for cap in KEPT_CAPABILITIES:
         keep |= 1 << cap

@@ -27,9 +27,8 @@ from credprov.api import internal
 from credprov.base.rootfs import NodeRoot
 from credprov.cli.main import main
 from credprov.credentialprovider.plugin.exec import ExecPlugin
-from credprov.doctor import DoctorOptions, Report, render_text, run_doctor, sandbox
+from credprov.doctor import DoctorOptions, Report, plugin_runs, render_text, run_doctor, sandbox
 from credprov.doctor.binaries import DEFAULT_PATH
-from credprov.doctor import plugin_runs
 from credprov.doctor.plugin_runs import PluginDeadline, PluginRuns
 from credprov.doctor.sandbox import (
     CACHE_DIR_ENV,
