@@ -10,6 +10,7 @@ a plugin's answer is judged by :func:`credprov.credentialprovider.plugin.conform
 from __future__ import annotations
 
 import difflib
+import os
 import stat
 
 from credprov._go.durations import format_duration
@@ -304,6 +305,7 @@ def check_bin_dir(ctx: Context) -> list[Finding]:
         ]
     point, options, table = mount
     if "noexec" in options:
+        ctx.bin_dir_noexec = f"the bin dir is on {point}, mounted noexec (see bin-dir.exec)"
         return [
             Finding(
                 "bin-dir.exec",
@@ -319,44 +321,82 @@ def check_bin_dir(ctx: Context) -> list[Finding]:
 
 
 def _mount_of(ctx: Context, node_path: str) -> tuple[str, set[str], str] | None:
-    """(mount point, options, table) of the mount holding ``node_path``.
+    """(mount point as the node names it, options, table) of the mount holding
+    ``node_path``.
 
-    The kubelet's own mount table when it runs; else, on this machine, the doctor's; else,
-    in a root, its pid 1's (a host ``/`` mounted at ``/host`` has the host's ``/proc``,
-    where ``self`` would be the doctor's container), or a ``/proc/mounts`` file of an
-    image.
+    On this machine: the kubelet's own mount table when it runs, else the doctor's. Under
+    ``--node-root`` at a live node (a ``proc`` mounted at the root's ``/proc``): the mounts
+    this doctor reads the node through, from its own table at the root's path, with that
+    path stripped (a table read inside the root names another namespace's view: a host's
+    ``/proc/1`` seen from a container, or this machine's own with the root's prefix). Else,
+    for an image, a ``/proc/mounts`` file of the root.
     """
+    if not ctx.root.is_host:
+        through = _node_mounts_seen_here(ctx.root.root, node_path)
+        if through is not None:
+            return through
+        st = ctx.root.lstat("/proc/mounts")
+        if st is None or not stat.S_ISREG(st.st_mode):
+            return None
+        try:
+            text = ctx.root.read_text("/proc/mounts", 4 << 20)
+        except OSError:
+            return None
+        best = _covering(_parse_mounts(text), node_path)
+        return None if best is None else (best[0], best[1], "/proc/mounts")
     tables = []
     if ctx.setup.pid is not None:
         tables.append(f"/proc/{ctx.setup.pid}/mountinfo")
-    if ctx.root.is_host:
-        tables += ["/proc/self/mountinfo", "/proc/mounts"]
-    else:
-        tables.append("/proc/1/mountinfo")
-        st = ctx.root.lstat("/proc/mounts")
-        if st is not None and stat.S_ISREG(st.st_mode):
-            tables.append("/proc/mounts")
+    tables += ["/proc/self/mountinfo", "/proc/mounts"]
     for table in tables:
         try:
             text = ctx.root.read_text(table, 4 << 20)
         except OSError:
             continue
         mounts = _parse_mountinfo(text) if table.endswith("mountinfo") else _parse_mounts(text)
-        best: tuple[str, set[str]] | None = None
-        for point, options in mounts:
-            inside = point == "/" or node_path == point or node_path.startswith(point + "/")
-            if inside and (best is None or len(point) >= len(best[0])):
-                best = (point, options)
+        best = _covering(mounts, node_path)
         if best is not None:
             return best[0], best[1], table
     return None
+
+
+def _covering(mounts: list[tuple[str, set[str]]], path: str) -> tuple[str, set[str]] | None:
+    """The last-mounted of the deepest mounts holding ``path``."""
+    best: tuple[str, set[str]] | None = None
+    for point, options in mounts:
+        inside = point == "/" or path == point or path.startswith(point + "/")
+        if inside and (best is None or len(point) >= len(best[0])):
+            best = (point, options)
+    return best
+
+
+def _node_mounts_seen_here(root: str, node_path: str) -> tuple[str, set[str], str] | None:
+    """The mount holding ``node_path`` of a live node's root, from this process's own mount
+    table (None when the root has no ``proc`` at its ``/proc``, or no table is readable)."""
+    real = os.path.realpath(root).rstrip("/")
+    try:
+        with open("/proc/self/mountinfo", "rb") as fh:
+            text = fh.read(4 << 20).decode("utf-8", "replace")
+    except OSError:
+        return None
+    mounts = _parse_mountinfo(text, with_type=True)
+    if not any(point == f"{real}/proc" and "fstype=proc" in options for point, options in mounts):
+        return None
+    best = _covering(mounts, real + node_path)
+    if best is None:
+        return None
+    point, options = best
+    # A root that is no mount of its own is held by a mount above it: the node's "/".
+    shown = point[len(real) :] if point.startswith(real + "/") else "/"
+    options = {o for o in options if not o.startswith("fstype=")}
+    return shown, options, f"the node's mounts under {real} in /proc/self/mountinfo"
 
 
 def _unescape(field: str) -> str:
     return field.replace("\\040", " ").replace("\\011", "\t").replace("\\134", "\\")
 
 
-def _parse_mountinfo(text: str) -> list[tuple[str, set[str]]]:
+def _parse_mountinfo(text: str, with_type: bool = False) -> list[tuple[str, set[str]]]:
     out = []
     for line in text.splitlines():
         fields = line.split()
@@ -367,6 +407,8 @@ def _parse_mountinfo(text: str) -> list[tuple[str, set[str]]]:
             super_options = line.split(" - ", 1)[1].split()
             if len(super_options) >= 3:
                 options |= set(super_options[2].split(","))
+            if with_type and super_options:
+                options.add(f"fstype={super_options[0]}")
         out.append((_unescape(fields[4]), options))
     return out
 
@@ -419,6 +461,11 @@ def check_plugins(ctx: Context) -> list[Finding]:
         if present.status != Status.PASS:
             out.append(_skip("plugin.runnable", "the plugin is not present", provider.name))
             out.append(_skip("plugin.responds", "the plugin is not present", provider.name))
+            continue
+        if ctx.bin_dir_noexec:
+            out.append(_skip("plugin.runnable", ctx.bin_dir_noexec, provider.name))
+            out.append(_skip("plugin.responds", ctx.bin_dir_noexec, provider.name))
+            ctx.runnable[provider.name] = False
             continue
         verdict = check_executable(ctx.root, path, ctx.machine)
         out.append(
