@@ -16,7 +16,7 @@ import stat
 from credprov._go.durations import format_duration
 from credprov.api import internal
 from credprov.credentialprovider.images import InvalidImageError, parse_image_name
-from credprov.credentialprovider.matching import explain_match, urls_match_str
+from credprov.credentialprovider.matching import explain_match
 from credprov.credentialprovider.plugin.conformance import (
     SLOW_FRACTION,
     Check,
@@ -28,6 +28,7 @@ from credprov.doctor.context import SA_TOKEN_GATE, Context
 from credprov.doctor.discovery import BIN_DIR, CONFIG, Value
 from credprov.doctor.plugin_runs import PluginRuns, refusal_text
 from credprov.doctor.report import Finding, Status
+from credprov.doctor.samples import derive_sample, plugin_kind
 from credprov.doctor.sandbox import SandboxError
 
 __all__ = [
@@ -537,51 +538,10 @@ def _present(ctx: Context, bin_dir: str, name: str) -> Finding:
 
 
 def sample_image(provider: internal.CredentialProvider, images: list[str]) -> str | None:
-    """An image the provider's ``matchImages`` match: one of ``images``, else derived from
-    the first entry that yields one (``*`` becomes a label, ``?`` and ``[...]`` a letter)."""
-    for image in images:
-        try:
-            repo = parse_image_name(image)
-        except InvalidImageError:
-            continue
-        if any(urls_match_str(p, repo) for p in provider.match_images):
-            return image
-    for pattern in provider.match_images:
-        candidate = _fill(pattern)
-        host, _, path = candidate.partition("/")
-        path = path.rstrip("/")
-        image = f"{host}/{path or 'credprov-doctor/sample'}"
-        try:
-            repo = parse_image_name(image)
-        except InvalidImageError:
-            continue
-        if urls_match_str(pattern, repo):
-            return image
-    return None
-
-
-def _fill(pattern: str) -> str:
-    out = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "*":
-            out.append("sample")
-        elif ch == "?":
-            out.append("x")
-        elif ch == "[":
-            end = pattern.find("]", i + 1)
-            body = pattern[i + 1 : end] if end > 0 else ""
-            first = body.lstrip("^!")[:1]
-            out.append(first if first.isalnum() else "x")
-            i = end if end > 0 else i
-        elif ch == "\\" and i + 1 < len(pattern):
-            i += 1
-            out.append(pattern[i])
-        else:
-            out.append(ch)
-        i += 1
-    return "".join(out)
+    """An image the provider's ``matchImages`` match and its plugin accepts: one of
+    ``images``, else derived (:func:`credprov.doctor.samples.derive_sample`)."""
+    sample = derive_sample(provider, images)
+    return None if sample is None else sample.image
 
 
 def _responds(
@@ -589,13 +549,16 @@ def _responds(
 ) -> Finding:
     """``plugin.responds`` for one provider: its plugin run once on a sample image, its
     answer judged by the conformance harness (SKIP when it cannot or may not run)."""
-    image = sample_image(provider, ctx.options.images)
-    if image is None:
+    sample = derive_sample(provider, ctx.options.images)
+    if sample is None:
+        kind = plugin_kind(provider.name)
+        why = f" {kind} accepts" if kind else ""
         return _skip(
             "plugin.responds",
-            "no image can be derived from matchImages; pass --image",
+            f"no image{why} can be derived from matchImages; pass --image",
             provider.name,
         )
+    image = sample.image
     # Run by its node path, as the kubelet does (a multicall runtime installed as symlinks
     # dispatches on it): confined inside --node-root, or as the kubelet would on this host.
     refusal = runs.refusal(path)
@@ -619,7 +582,17 @@ def _responds(
         report.checks = [
             c for c in report.checks if c.name != "deadline" or (c.duration or 0.0) > slow
         ]
-    return _judge_answer(provider, report)
+    finding = _judge_answer(provider, report)
+    if sample.made_up and finding.status == Status.FAIL:
+        # A host the doctor made up for a plugin it does not know: no verdict on the node.
+        return Finding(
+            "plugin.responds",
+            Status.WARN,
+            provider.name,
+            f"{finding.message} (a made-up image: the plugin may serve none like it)",
+            "pass --image with an image this plugin serves to judge it",
+        )
+    return finding
 
 
 def _check(report: ConformanceReport, name: str) -> Check:
