@@ -23,9 +23,10 @@ from credprov.credentialprovider.plugin.conformance import (
     run_conformance,
 )
 from credprov.credentialprovider.plugin.conformance import Report as ConformanceReport
-from credprov.doctor.binaries import check_executable
+from credprov.doctor.binaries import Verdict, check_executable, elf_info
 from credprov.doctor.context import SA_TOKEN_GATE, Context
 from credprov.doctor.discovery import BIN_DIR, CONFIG, Value
+from credprov.doctor.hints import config_check_command, plugin_check_command
 from credprov.doctor.plugin_runs import PluginRuns, refusal_text
 from credprov.doctor.report import Finding, Status
 from credprov.doctor.samples import derive_sample, plugin_kind
@@ -201,7 +202,7 @@ def check_provider_config(ctx: Context) -> list[Finding]:
                 str(path),
                 message,
                 "the kubelet exits at start with this config (Failed to register CRI auth "
-                "plugins); fix it and check with 'credprov config validate'",
+                f"plugins); fix it and check it with: {config_check_command(str(path))}",
             )
         ]
     ctx.config = config
@@ -469,6 +470,8 @@ def check_plugins(ctx: Context) -> list[Finding]:
             ctx.runnable[provider.name] = False
             continue
         verdict = check_executable(ctx.root, path, ctx.machine)
+        if verdict.ok:
+            verdict = _loader_verdict(ctx, path, verdict, runs)
         out.append(
             Finding(
                 "plugin.runnable",
@@ -486,6 +489,31 @@ def check_plugins(ctx: Context) -> list[Finding]:
         else:
             out.append(_responds(ctx, provider, path, runs))
     return out
+
+
+def _loader_verdict(ctx: Context, path: str, verdict: Verdict, runs: PluginRuns) -> Verdict:
+    """``plugin.runnable`` past the headers: a dynamic binary's loader run on it (``--list``,
+    :meth:`PluginRuns.loader_check`), so a library or symbol version the node lacks
+    (``GLIBC_2.35 not found``) is a FAIL; the verdict says when only headers were read."""
+    try:
+        info = elf_info(ctx.root.read(path, 64 * 1024, head=True))
+    except OSError:
+        return verdict
+    if info is None or info.interpreter is None:
+        return verdict
+    if ctx.options.no_exec:
+        return Verdict(True, f"{verdict.message} (headers only: --no-exec)")
+    ok, said = runs.loader_check(path, info.interpreter)
+    if ok is None:
+        return Verdict(True, f"{verdict.message} (headers only, the loader was not run: {said})")
+    if ok:
+        return Verdict(True, f"{verdict.message}; the node's loader resolves every library")
+    return Verdict(
+        False,
+        f"the node's loader cannot start it: {said}",
+        "install a build linked for the node's libc and libraries (a static build, or one "
+        "built against the node's glibc or older)",
+    )
 
 
 def _present(ctx: Context, bin_dir: str, name: str) -> Finding:
@@ -582,7 +610,7 @@ def _responds(
         report.checks = [
             c for c in report.checks if c.name != "deadline" or (c.duration or 0.0) > slow
         ]
-    finding = _judge_answer(provider, report)
+    finding = _judge_answer(provider, report, path)
     if sample.made_up and finding.status == Status.FAIL:
         # A host the doctor made up for a plugin it does not know: no verdict on the node.
         return Finding(
@@ -633,13 +661,16 @@ def _run_plugin(
     return report
 
 
-def _judge_answer(provider: internal.CredentialProvider, report: ConformanceReport) -> Finding:
+def _judge_answer(
+    provider: internal.CredentialProvider, report: ConformanceReport, path: str
+) -> Finding:
     """``plugin.responds`` from the conformance checks: the first failure, else the first
     warning, else PASS with the answer's time and cache key type."""
     failures = [c for c in report.checks if c.status == Status.FAIL]
     warnings = [c for c in report.checks if c.status == Status.WARN]
     by_name = {c.name: c for c in report.checks}
     took = by_name["exit"].duration or 0.0
+    check = plugin_check_command(path, report.images[0], provider.api_version, provider.args)
     where = f"for {report.images[0]}"
     if failures:
         first = failures[0]
@@ -648,8 +679,7 @@ def _judge_answer(provider: internal.CredentialProvider, report: ConformanceRepo
             Status.FAIL,
             provider.name,
             f"{where}: {first.name}: {first.detail}",
-            "the kubelet gets no credentials from this answer; run 'credprov plugin test' "
-            "on the binary for every check",
+            f"the kubelet gets no credentials from this answer; see every check with: {check}",
         )
     cache_key = by_name.get("cacheKeyType")
     summary = f"{where}: answered in {took * 1000:.0f}ms" + (
@@ -662,7 +692,7 @@ def _judge_answer(provider: internal.CredentialProvider, report: ConformanceRepo
             Status.WARN,
             provider.name,
             f"{summary}; {first.name}: {first.detail}",
-            "check the plugin's answer with 'credprov plugin test'",
+            f"check the plugin's answer with: {check}",
         )
     return Finding("plugin.responds", Status.PASS, provider.name, summary)
 

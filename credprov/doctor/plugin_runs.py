@@ -21,11 +21,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from credprov._go.durations import format_duration
+from credprov.base.redact import shorten
 from credprov.base.rootfs import NodeRoot
 from credprov.doctor.sandbox import (
     HostLauncher,
@@ -37,6 +39,9 @@ from credprov.doctor.sandbox import (
 )
 
 __all__ = ["PluginDeadline", "PluginRuns", "refusal_text"]
+
+#: The longest a loader check (``INTERP --list PATH``) may take.
+_LOADER_TIMEOUT_NS = 10 * 1_000_000_000
 
 
 def refusal_text(failure: SandboxError) -> str:
@@ -160,6 +165,50 @@ class PluginRuns:
         else:
             with HostLauncher() as host_launcher:
                 yield host_launcher
+
+    def loader_check(self, node_path: str, interpreter: str) -> tuple[bool | None, str]:
+        """Whether the node's program ``interpreter`` can load ``node_path`` and every library
+        it needs, with their symbol versions (``INTERP --list PATH``, ldd's way: the loader
+        maps the libraries and runs none of the program), started as a plugin would be.
+
+        Returns:
+            ``(True, "")``; ``(False, what the loader said)``; ``(None, why it was not
+            run)`` when plugins cannot run here (the refusal) or the loader hung.
+        """
+        refusal = self.refusal(node_path)
+        if refusal is not None:
+            return None, refusal
+        timeout = min(self.plugin_timeout_ns, _LOADER_TIMEOUT_NS) / 1e9
+        try:
+            with self.launcher() as launcher:
+                launch = launcher.launch([interpreter, "--list", node_path], ())
+                try:
+                    proc = subprocess.run(
+                        launch.argv,
+                        env=launch.env,
+                        cwd=launch.cwd,
+                        preexec_fn=launch.preexec_fn,
+                        stdin=subprocess.DEVNULL,
+                        capture_output=True,
+                        timeout=timeout,
+                        check=False,
+                    )
+                except subprocess.TimeoutExpired:
+                    return None, f"the loader did not answer within {timeout:g}s"
+                except OSError as exc:
+                    return False, f"{interpreter}: {exc.strerror or exc}"
+                failure = launcher.failure()
+        except SandboxError as exc:
+            return None, f"not run: {exc}"
+        if failure is not None:
+            return None, refusal_text(failure)
+        said = (proc.stderr + proc.stdout).decode("utf-8", "replace")
+        problems = [line.strip() for line in said.splitlines() if "not found" in line]
+        if proc.returncode != 0 or problems:
+            lines = problems or [line.strip() for line in said.splitlines() if line.strip()]
+            said = "; ".join(dict.fromkeys(lines)) or f"exit status {proc.returncode}"
+            return False, shorten(said, 400)
+        return True, ""
 
     def finished(self, provider: str, timed_out: bool) -> None:
         """Record a run's end: a run killed at its deadline is named as hung."""

@@ -83,7 +83,8 @@ def test_a_broken_setup_is_a_problem_naming_the_check(tmp_path: Path) -> None:
 def test_a_node_that_cannot_be_judged_is_unknown_with_the_reason(tmp_path: Path) -> None:
     status, message = npd_call(doctor("--node-root", str(tmp_path / "missing")))
     assert status == "unknown"
-    assert message.startswith("credprov doctor could not run: --node-root ")
+    assert message.startswith("credprov doctor could not run: --node-")
+    assert message.endswith("missing: not a directory")  # the cause, whole
 
 
 def test_no_secret_reaches_stdout(tmp_path: Path) -> None:
@@ -137,8 +138,8 @@ def test_a_long_or_strange_subject_gives_way_and_stays_ascii() -> None:
     status, message = npd.verdict(report(*findings))
     assert status == npd.PROBLEM
     assert len(message) <= npd.MAX_MESSAGE and message.isascii() and message.isprintable()
-    assert message.startswith("image.match failed for registry.example.com/")
-    assert message.endswith("... (+2 more)")
+    assert message.startswith("image.match failed for registry.example.com")
+    assert message.endswith(" (+2 more)") and "..." in message
 
 
 def test_unknown_is_bounded() -> None:
