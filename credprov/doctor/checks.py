@@ -9,8 +9,8 @@ a plugin's answer is judged by :func:`credprov.credentialprovider.plugin.conform
 
 from __future__ import annotations
 
-import difflib
 import os
+import re
 import stat
 
 from credprov._go.durations import format_duration
@@ -29,7 +29,7 @@ from credprov.doctor.discovery import BIN_DIR, CONFIG, Value
 from credprov.doctor.hints import config_check_command, plugin_check_command
 from credprov.doctor.plugin_runs import PluginRuns, refusal_text
 from credprov.doctor.report import Finding, Status
-from credprov.doctor.samples import derive_sample, plugin_kind
+from credprov.doctor.samples import HOST_RULES, derive_sample, plugin_kind
 from credprov.doctor.sandbox import SandboxError
 
 __all__ = [
@@ -516,6 +516,49 @@ def _loader_verdict(ctx: Context, path: str, verdict: Verdict, runs: PluginRuns)
     )
 
 
+#: What a downloaded or renamed plugin file carries besides its name: a version, an OS and
+#: architecture, an extension.
+_DECORATIONS = re.compile(
+    r"([-_.]v?\d+(\.\d+)+([-+][0-9a-z.]+)?|[-_.](linux|windows|darwin)|[-_.](amd64|x86_64|"
+    r"arm64|aarch64)|\.(exe|bin|sh|py))+$"
+)
+
+
+def _plugin_stem(name: str) -> str:
+    """A plugin file name as a reader compares it with a provider's: case, ``_`` for ``-``,
+    the ``credprov-`` prefix, a version, OS, architecture or extension do not count. Names
+    one edit apart (``ecr-``/``acr-credential-provider``) are different plugins."""
+    stem = name.lower().replace("_", "-").removeprefix("credprov-")
+    return _DECORATIONS.sub("", stem)
+
+
+#: Plugins one edit apart that are different programs: never offered for one another.
+_KNOWN_PLUGINS = frozenset(
+    (*HOST_RULES, "static-credential-provider", "docker-credential-helper-provider")
+)
+
+
+def _near_miss(entry: str, name: str) -> bool:
+    """Whether a reader would take file ``entry`` for provider ``name``'s plugin: the same
+    :func:`_plugin_stem`, or a one-character slip in a name that is no known plugin's."""
+    a, b = _plugin_stem(entry), _plugin_stem(name)
+    if a == b:
+        return True
+    if a in _KNOWN_PLUGINS or b in _KNOWN_PLUGINS or min(len(a), len(b)) < 6:
+        return False
+    return _one_edit(a, b)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """``a`` and ``b`` differ by one inserted, deleted or replaced character."""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    return a[i + 1 :] == b[i + 1 :] or a[i + 1 :] == b[i:] or a[i:] == b[i + 1 :]
+
+
 def _present(ctx: Context, bin_dir: str, name: str) -> Finding:
     path = f"{bin_dir.rstrip('/')}/{name}"
     st = ctx.root.stat(path) if name else None
@@ -549,10 +592,10 @@ def _present(ctx: Context, bin_dir: str, name: str) -> Finding:
             f"rename it to {name}, on Windows name the provider {name}.exe"
         )
     else:
-        close = difflib.get_close_matches(name, entries, n=3, cutoff=0.6)
+        close = [e for e in entries if _near_miss(e, name)]
         if close:
             hint = (
-                f"did you mean {', '.join(close)} (in the bin dir, used by no provider)? The "
+                f"did you mean {', '.join(close[:3])} (in the bin dir, used by no provider)? The "
                 "provider name must equal the file name: rename the file or the provider"
             )
     return Finding(
