@@ -162,7 +162,8 @@ REFUSED = {
         {"CREDPROV_CONFIG": CONFIG.replace("static-credential-provider", "ecr-credential-provider")},
         1, "credprov-installer: error: CREDPROV_CONFIG would break the kubelet's config "
         'directory: duplicate provider name "ecr-credential-provider" found in configuration '
-        "file(s); nothing was changed"),
+        'file(s) (in "/host/config/config.json" and "/host/config/credprov-plugins.yaml"); '
+        "nothing was changed"),
     "PLUGINS as an option": (
         {"PLUGINS": "--bin-dir=/tmp"}, 2,
         "credprov-installer: error: PLUGINS holds plugin names only, got --bin-dir=/tmp"),

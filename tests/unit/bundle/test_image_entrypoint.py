@@ -295,7 +295,8 @@ REFUSALS: dict[str, tuple[dict[str, str], Setup, int, str]] = {
     "name already in another file": (
         INSTALLING, files(eks_config__yaml=STATIC), 1,
         CONFIG_ERR + 'duplicate provider name "static-credential-provider" found in '
-        "configuration file(s); nothing was changed"),
+        'configuration file(s) (in "{conf}/credprov-plugins.yaml" and "{conf}/eks-config.yaml"); '
+        "nothing was changed"),
     "another file is already broken": (
         INSTALLING, files(other__json="{"), 1,
         CONFIG_ERR + 'error decoding config "{conf}/other.json": couldn\'t get version/kind; '
@@ -607,7 +608,8 @@ VALIDATE = {
                                            "ecr-credential-provider\n", ""),
     "duplicate across files": (["D", "F/dup.yaml"], 1, "",
                                'validate-config: error: duplicate provider name '
-                               '"static-credential-provider" found in configuration file(s)\n'),
+                               '"static-credential-provider" found in configuration file(s) '
+                               '(in "D/a.yaml" and "D/dup.yaml")\n'),
     "errors name the file as it will be named": (["D", "F/bad.json"], 1, "",
                                                  'validate-config: error: error decoding config '
                                                  '"D/bad.json": couldn\'t get version/kind; json '

@@ -228,3 +228,19 @@ def test_did_you_mean_offers_only_what_a_reader_would_pick(
     finding = next(f for f in report.by_id("plugin.present") if f.subject == provider)
     assert finding.status == Status.FAIL
     assert (f"did you mean {file} " in finding.hint) == offered, finding.hint
+
+
+def test_a_duplicate_provider_across_files_names_both_files(tmp_path: Path) -> None:
+    root = nodes.kubeadm_node(tmp_path / "node")
+    config = nodes.provider_config()
+    write(root, "/etc/kubernetes/credential-providers/a.json", config)
+    write(root, "/etc/kubernetes/credential-providers/b.json", config)
+    report = run_doctor(
+        DoctorOptions(root=str(root), config="/etc/kubernetes/credential-providers")
+    )
+    (valid,) = report.by_id("provider-config.valid")
+    assert valid.status == Status.FAIL
+    assert valid.message.endswith(
+        'found in configuration file(s) (in "/etc/kubernetes/credential-providers/a.json" and '
+        '"/etc/kubernetes/credential-providers/b.json")'
+    ), valid.message
