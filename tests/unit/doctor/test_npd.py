@@ -220,3 +220,21 @@ def test_npd_daemonset_patch_mounts_what_the_rules_need() -> None:
     assert "emptyDir" in volumes[mounts["/credprov"]["name"]]
     flag = npd_container["command"][-1]
     assert flag == f"--config.custom-plugin-monitor=/credprov-config/{MONITOR.name}"
+    # NPD's stock limits (10m, 80Mi) make a run take over a minute and time plugins out
+    # (benchmarks/bench_doctor_limits.py): the patch sets what a run needs.
+    resources = npd_container["resources"]
+    assert parse_cpu(resources["limits"]["cpu"]) >= 0.5
+    assert parse_mib(resources["limits"]["memory"]) >= 256
+    assert parse_mib(resources["requests"]["memory"]) >= 100
+    # The doctor's sandbox mounts: containerd's default AppArmor profile denies mount.
+    assert npd_container["securityContext"]["appArmorProfile"] == {"type": "Unconfined"}
+    assert npd_container["securityContext"]["privileged"] is True  # upstream's, kept
+
+
+def parse_cpu(value: str) -> float:
+    return int(value[:-1]) / 1000 if value.endswith("m") else float(value)
+
+
+def parse_mib(value: str) -> int:
+    units = {"Mi": 1, "Gi": 1024}
+    return int(value[:-2]) * units[value[-2:]]
