@@ -503,7 +503,13 @@ def _loader_verdict(ctx: Context, path: str, verdict: Verdict, runs: PluginRuns)
         return verdict
     if ctx.options.no_exec:
         return Verdict(True, f"{verdict.message} (headers only: --no-exec)")
-    ok, said = runs.loader_check(path, info.interpreter)
+    # The loader names $ORIGIN after the path it is given; execve, after the file itself
+    # (/proc/self/exe): a plugin installed as a symlink is checked at its target.
+    try:
+        target = ctx.root.resolve(path)
+    except OSError:
+        target = path
+    ok, said = runs.loader_check(target, info.interpreter)
     if ok is None:
         return Verdict(True, f"{verdict.message} (headers only, the loader was not run: {said})")
     if ok:

@@ -6,6 +6,7 @@ FAIL; ``--no-exec`` says the verdict read headers only."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ def _dynamic_true() -> bytes:
 
 def _node(tmp_path: Path, binary: bytes) -> DoctorOptions:
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    bin_dir.mkdir(parents=True)
     plugin = bin_dir / "versioned-provider"
     plugin.write_bytes(binary)
     plugin.chmod(0o755)
@@ -66,3 +67,27 @@ def test_the_loader_judges_a_dynamic_plugin(
     if status == Status.FAIL:
         assert responds.status == Status.SKIP  # one fault, one FAIL
         assert "node's libc" in runnable.hint
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc to build an $ORIGIN binary")
+def test_a_plugin_installed_as_a_symlink_is_loaded_as_execve_loads_it(tmp_path: Path) -> None:
+    """A runtime whose library sits beside it (RUNPATH ``$ORIGIN/lib``, as a frozen runtime),
+    its plugin name a symlink in the bin dir: the loader is asked about the link's target, so
+    ``$ORIGIN`` is the runtime's directory, as for execve (not a false "not found")."""
+    runtime = tmp_path / "runtime"
+    (runtime / "lib").mkdir(parents=True)
+    (tmp_path / "lib.c").write_text("int credprov_answer(void) { return 0; }\n")
+    (tmp_path / "main.c").write_text(
+        "int credprov_answer(void);\nint main(void) { return credprov_answer(); }\n"
+    )
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(runtime / "lib/libanswer.so"),
+                    str(tmp_path / "lib.c")], check=True)  # fmt: skip
+    subprocess.run(["gcc", "-o", str(runtime / "credprov-plugins"), str(tmp_path / "main.c"),
+                    f"-L{runtime / 'lib'}", "-lanswer", "-Wl,-rpath,$ORIGIN/lib"], check=True)  # fmt: skip
+    options = _node(tmp_path / "node", b"")
+    plugin = Path(options.bin_dir or "") / "versioned-provider"
+    plugin.unlink()
+    plugin.symlink_to(runtime / "credprov-plugins")
+    (runnable,) = run_doctor(options).by_id("plugin.runnable")
+    assert runnable.status == Status.PASS, runnable
+    assert runnable.message.endswith("the node's loader resolves every library"), runnable
