@@ -91,3 +91,28 @@ def test_hints_name_commands_that_exist_here(
 def test_npd_lines_keep_their_end() -> None:
     line = bounded("plugin.responds failed for " + "x" * 100 + " (+2 more)")
     assert len(line) == 80 and line.endswith("x (+2 more)")
+
+
+def test_extra_auth_keys_are_no_warning_when_one_matches(tmp_path: Path) -> None:
+    """Upstream's GCP plugin answers every Google key for any image: the kubelet uses the
+    matching one (and caches the rest), so the doctor does not warn a healthy node."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    plugin = bin_dir / "auth-provider-gcp"
+    plugin.write_text(
+        "#!/bin/sh\ncat >/dev/null\n"
+        'printf \'%s\' \'{"kind":"CredentialProviderResponse","apiVersion":"' + V1 + "\",'\n"
+        'printf \'%s\\n\' \'"cacheKeyType":"Registry","cacheDuration":"5m","auth":{'
+        '"gcr.io":{"username":"_token","password":"p"},'
+        '"*.gcr.io":{"username":"_token","password":"p"}}}\'\n'
+    )
+    plugin.chmod(0o755)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n"
+        "  - name: auth-provider-gcp\n    matchImages: [gcr.io, '*.gcr.io']\n"
+        f"    defaultCacheDuration: 1m\n    apiVersion: {V1}\n"
+    )
+    report = run_doctor(DoctorOptions(config=str(config), bin_dir=str(bin_dir)))
+    (responds,) = report.by_id("plugin.responds")
+    assert responds.status == Status.PASS, responds
