@@ -136,6 +136,9 @@ def readme_install_lines(bin_dir: str, *args: str) -> list[str]:
     assert mkdir == f"mkdir -p {KUBEADM_BIN}"
     words = shlex.split(install)
     assert words[:3] == ["./credprov-plugins/install", "--bin-dir", KUBEADM_BIN]
+    # deploy/README.md's bake line runs the same two steps.
+    bake = " ".join((REPO / "deploy/README.md").read_text().split())
+    assert "&& mkdir -p BIN_DIR && ./credprov-plugins/install --bin-dir BIN_DIR`" in bake
     return [shlex.join(["mkdir", "-p", bin_dir]),
             shlex.join(["./credprov-plugins/install", "--bin-dir", bin_dir, *args])]  # fmt: skip
 
