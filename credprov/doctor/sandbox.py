@@ -99,10 +99,12 @@ __all__ = [
 
 #: The capabilities a confined plugin keeps (of those the doctor has): reading and
 #: searching files as the kubelet, root with every capability, reads them
-#: (``CAP_DAC_OVERRIDE``, ``CAP_DAC_READ_SEARCH``, ``CAP_FOWNER``). With the root read-only,
-#: nothing else changes what a plugin can answer; everything else would only loosen the
-#: confinement (``CAP_SYS_ADMIN`` remounts, ``CAP_SYS_CHROOT`` leaves the chroot).
-KEPT_CAPABILITIES = (1, 2, 3)
+#: (``CAP_DAC_OVERRIDE``, ``CAP_FOWNER``). With the root read-only, nothing else changes
+#: what a plugin can answer; everything else would only loosen the confinement
+#: (``CAP_SYS_ADMIN`` remounts, ``CAP_SYS_CHROOT`` leaves the chroot, and
+#: ``CAP_DAC_READ_SEARCH`` opens any inode of the root's filesystem by handle,
+#: ``open_by_handle_at``, past the chroot).
+KEPT_CAPABILITIES = (1, 3)
 
 #: Where credprov's plugins keep their answer cache (:mod:`credprov.sdk._cache`).
 CACHE_DIR_ENV = "CREDPROV_PLUGIN_CACHE_DIR"

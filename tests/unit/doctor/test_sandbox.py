@@ -395,12 +395,27 @@ def test_root_inside_keeps_no_capability_that_undoes_the_confinement(node: Path)
     (node / "proc").mkdir(exist_ok=True)
     _plugin(node, "observer", ESCAPES)
     plan = plan_root(NodeRoot(str(node)))
-    with RootLauncher(plan) as launcher:
-        plugin = ExecPlugin("observer", f"{BIN}/observer", V1, launcher=launcher)
-        out = plugin.run(REQUEST).stdout.decode()
-        assert launcher.failure() is None
+    subprocess.run(["mount", "-t", "proc", "proc", str(node / "proc")], check=True)
+    try:
+        with RootLauncher(plan) as launcher:
+            plugin = ExecPlugin("observer", f"{BIN}/observer", V1, launcher=launcher)
+            out = plugin.run(REQUEST).stdout.decode()
+            assert launcher.failure() is None
+    finally:
+        subprocess.run(["umount", "-l", str(node / "proc")], check=False)
     facts = dict(line.split("=", 1) for line in out.splitlines())
-    assert facts == {"remount": "refused", "mount": "refused", "chroot": "refused"}, out
+    kept = f"{(1 << 1) | (1 << 3):016x}"  # CAP_DAC_OVERRIDE, CAP_FOWNER: no DAC_READ_SEARCH
+    assert facts == {
+        "remount": "refused",
+        "mount": "refused",
+        "chroot": "refused",
+        "CapInh": "0" * 16,
+        "CapPrm": kept,
+        "CapEff": kept,
+        "CapBnd": kept,
+        "CapAmb": "0" * 16,
+        "NoNewPrivs": "1",
+    }, out
 
 
 # -- (e) the overall deadline -----------------------------------------------------------------------
