@@ -197,7 +197,7 @@ REFUSED = {
         {"CREDPROV_CONFIG": CONFIG.replace("static-credential-provider", "ecr-credential-provider")},
         1, "credprov-installer: error: CREDPROV_CONFIG would break the kubelet's config "
         'directory: duplicate provider name "ecr-credential-provider" found in configuration '
-        'file(s) (in "/host/config/config.json" and "/host/config/credprov-plugins.yaml"); '
+        'file(s) (in "/host/config/credprov-plugins.yaml" and "/host/config/node.json"); '
         "nothing was changed"),
     "PLUGINS as an option": (
         {"PLUGINS": "--bin-dir=/tmp"}, 2,
