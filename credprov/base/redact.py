@@ -175,6 +175,26 @@ def terminal_safe(text: str, *, fold_lines: bool = True) -> str:
     return _UNSAFE.sub(_escape, text)
 
 
+#: What stands for the part :func:`shorten` leaves out.
+ELLIPSIS = "..."
+
+
+def shorten(text: str, limit: int, marker: str = ELLIPSIS) -> str:
+    """``text`` at most ``limit`` characters, its **middle** left out when it is longer.
+
+    A message's cause is at its end ("...: version `GLIBC_2.35' not found", "No such file
+    or directory"), its subject at its start: both stay, the middle (a long path, a build
+    id) gives way. Redact before shortening: a secret cut in two is not found.
+    """
+    if len(text) <= limit:
+        return text
+    if limit <= len(marker):
+        return text[:limit]
+    room = limit - len(marker)
+    head = room // 2
+    return text[:head] + marker + text[len(text) - (room - head) :]
+
+
 def json_terminal_safe(document: str) -> str:
     """A JSON document (``json.dumps(..., ensure_ascii=False)``) with every character of
     :data:`UNSAFE_CHARACTERS` it holds raw written as a ``\\uXXXX`` escape.

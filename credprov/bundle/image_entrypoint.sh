@@ -13,7 +13,11 @@
 # Environment:
 #   PLUGINS              plugin names to install or uninstall (space or comma separated;
 #                        default all of the bundle's). Names only: a word starting with "-"
-#                        is refused (exit 2), a name not in the bundle too (exit 1).
+#                        is refused (exit 2), a name not in the bundle too (exit 1). To
+#                        install, the names are the whole set (install --prune): a plugin
+#                        this installer wrote that PLUGINS no longer lists is removed, unless
+#                        a config file in /host/config names it (then: refused, nothing
+#                        changed).
 #   NAME_PREFIX          optional, only "credprov-": install each plugin as credprov-<name>,
 #                        for nodes whose own plugins hold the plain names (EKS's
 #                        ecr-credential-provider); the config's providers then use those names
@@ -308,7 +312,34 @@ if [ -n "${CREDPROV_CONFIG:-}" ]; then
     fi
 fi
 
-set -- --bin-dir "$bin" --node-root "$root" --node-bin-dir "$HOST_BIN_DIR"
+# PLUGINS is the whole set: our names it no longer lists go (install --prune), unless a
+# config file (ours as it will be, or another) still names one.
+set +f
+for f in "$bin"/* "$bin"/.[!.]*; do
+    set -f
+    ours_in_bin "$f" || continue
+    n=${f##*/}
+    case $n in "$prefix"*) ;; *) continue ;; esac
+    [ -n "$prefix" ] || case $n in credprov-*) continue ;; esac
+    listed=0
+    for p in $names; do [ "$n" = "$(installed_name "$p")" ] && listed=1; done
+    [ $listed = 0 ] || continue
+    set +f
+    for c in "$conf"/* "$conf"/.[!.]* ${cand:+"$cand"}; do
+        set -f
+        case "$c" in *.json | *.yaml | *.yml) ;; *) continue ;; esac
+        [ -f "$c" ] || continue
+        [ "$c" = "$dest" ] && [ -n "${cand:-}" ] && continue # replaced by the candidate
+        shown=$c
+        [ "$c" != "${cand:-}" ] || shown="CREDPROV_CONFIG"
+        if "$validate_config" --names "$c" 2>/dev/null | grep -qxF "$n"; then
+            fail "PLUGINS no longer lists ${n#"$prefix"}, but $shown names $n: removing it would break that config; list it in PLUGINS or remove it from there first; nothing was changed"
+        fi
+    done
+done
+set -f
+
+set -- --bin-dir "$bin" --node-root "$root" --node-bin-dir "$HOST_BIN_DIR" --prune
 [ -z "$prefix" ] || set -- "$@" --prefix "$prefix"
 [ $force = 0 ] || set -- "$@" --force
 # shellcheck disable=SC2086 # names are checked words; globbing is off

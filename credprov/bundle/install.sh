@@ -52,8 +52,8 @@ break_stale=10
 
 usage() {
     cat <<EOF
-usage: install --bin-dir DIR [--force] [--uninstall] [--no-verify] [--prefix credprov-]
-               [--node-root ROOT --node-bin-dir PATH] [--] [PLUGIN...]
+usage: install --bin-dir DIR [--force] [--uninstall] [--prune] [--no-verify]
+               [--prefix credprov-] [--node-root ROOT --node-bin-dir PATH] [--] [PLUGIN...]
        install --list | --version
 
 Install credprov's plugins (all when no PLUGIN is named) into the kubelet's bin dir DIR
@@ -63,6 +63,9 @@ this installer did not write is never replaced unless --force; a directory never
 
   --uninstall         remove the named plugins (all when none is named), then the runtimes
                       no name uses any more
+  --prune             the named plugins are the whole set: also remove the plugin names
+                      this installer wrote (under the same --prefix) that are not named
+                      (without it, narrowing the list leaves the earlier plugins installed)
   --prefix credprov-  install each plugin as credprov-<name> (for nodes whose own plugins
                       hold the plain names, such as EKS's ecr-credential-provider); the
                       runtime understands only this prefix. With --uninstall: remove those
@@ -76,7 +79,10 @@ this installer did not write is never replaced unless --force; a directory never
   --version           print this bundle's build id, what it needs (the glibc floor) and
                       what it carries (CPython, OpenSSL, each frozen distribution's version)
 
-Installs into one DIR are serialised by a lock (DIR/.credprov-plugins.lock); one left by a
+A run that would change nothing (every name already this build's whole runtime, nothing
+left by an earlier run) prints `unchanged:` lines and exits 0 without taking the lock or
+writing anything, so a read-only DIR whose install is current is fine. Installs into one
+DIR are serialised by a lock (DIR/.credprov-plugins.lock); one left by a
 killed install is broken once its owner is provably gone (see the script's header), and a
 waiter gives up after CREDPROV_INSTALL_LOCK_WAIT seconds (default 300). Every run removes
 what interrupted runs left, and repairs a runtime of this build whose files do not match
@@ -142,6 +148,7 @@ bin_set=0
 force=0
 uninstall=0
 verify=1
+prune=0
 prefix=""
 node_root=""
 node_bin=""
@@ -175,6 +182,7 @@ while [ $# -gt 0 ]; do
     --node-bin-dir=*) node_bin=${1#--node-bin-dir=} ;;
     --force) force=1 ;;
     --uninstall) uninstall=1 ;;
+    --prune) prune=1 ;;
     --no-verify) verify=0 ;;
     --list) printf '%s\n' "$known"; exit 0 ;;
     --version)
@@ -373,28 +381,6 @@ trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-acquire_lock
-(
-    trap - EXIT
-    while kill -0 $$ 2>/dev/null; do # the lease: refreshed while this install runs
-        touch -h -c "$lock" 2>/dev/null || :
-        sleep $heartbeat || exit 0
-    done
-) </dev/null >/dev/null 2>&1 &
-hb_pid=$!
-
-if ! work=$(mktemp -d "$bin_dir/.$runtime_name-tmp.XXXXXX" 2>&1); then
-    _err=$work
-    work=""
-    fail "cannot create a directory in bin dir $bin_dir: $(first_line "$_err" "mktemp failed")"
-fi
-trashed=0
-trash() { # move $1 out of its name into the work dir, then delete it
-    trashed=$((trashed + 1))
-    mv -f -T "$1" "$work/trash.$trashed" 2>/dev/null || return 1
-    rm -rf "$work/trash.$trashed"
-}
-
 # -- what is installed ----------------------------------------------------------------------
 
 # A name is ours when it is a symlink into one of our runtime directories.
@@ -432,6 +418,68 @@ links_to() { # print the runtime dir (basename) symlink $1 points at, if it is o
     ours "$1" || return 1
     _t=$(readlink "$1")
     printf '%s' "${_t%/*}"
+}
+
+# Names this installer wrote under --prefix that the run does not name (--prune removes them).
+unlisted() {
+    for _f in "$bin_dir"/* "$bin_dir"/.[!.]*; do
+        ours "$_f" || continue
+        _n=${_f##*/}
+        case $prefix in
+        '') case $_n in "$supported_prefix"*) continue ;; esac ;;
+        *) case $_n in "$prefix"*) _n=${_n#"$prefix"} ;; *) continue ;; esac ;;
+        esac
+        case " $names " in *" $_n "*) ;; *) printf '%s\n' "$_f" ;; esac
+    done
+}
+
+# Nothing to do: every name links to this build's whole runtime, no other runtime, lock or
+# leftover is there (and with --prune nothing unlisted). Then nothing is written, not even
+# the lock: a current install in a read-only bin dir is fine, and the dir's mtime stays.
+nothing_to_do() {
+    [ $uninstall = 0 ] || return 1
+    for _n in $names; do
+        [ "$(readlink "$bin_dir/$prefix$_n" 2>/dev/null)" = "$vdir/$runtime_name" ] || return 1
+    done
+    for _f in "$bin_dir"/.$runtime_name*; do
+        [ -e "$_f" ] || [ -L "$_f" ] || continue
+        [ "$_f" = "$bin_dir/$vdir" ] || return 1
+    done
+    for _k in $known_words; do
+        for _f in "$bin_dir/.$_k.tmp."* "$bin_dir/.$supported_prefix$_k.tmp."*; do
+            [ -e "$_f" ] || [ -L "$_f" ] || continue
+            return 1
+        done
+    done
+    if [ $prune = 1 ] && [ -n "$(unlisted)" ]; then return 1; fi
+    whole "$bin_dir/$vdir"
+}
+
+if nothing_to_do; then
+    for n in $names; do say "unchanged: $(oneline "$bin_dir")/$prefix$n"; done
+    exit 0
+fi
+
+acquire_lock
+(
+    trap - EXIT
+    while kill -0 $$ 2>/dev/null; do # the lease: refreshed while this install runs
+        touch -h -c "$lock" 2>/dev/null || :
+        sleep $heartbeat || exit 0
+    done
+) </dev/null >/dev/null 2>&1 &
+hb_pid=$!
+
+if ! work=$(mktemp -d "$bin_dir/.$runtime_name-tmp.XXXXXX" 2>&1); then
+    _err=$work
+    work=""
+    fail "cannot create a directory in bin dir $bin_dir: $(first_line "$_err" "mktemp failed")"
+fi
+trashed=0
+trash() { # move $1 out of its name into the work dir, then delete it
+    trashed=$((trashed + 1))
+    mv -f -T "$1" "$work/trash.$trashed" 2>/dev/null || return 1
+    rm -rf "$work/trash.$trashed"
 }
 
 # Remove runtime dirs no name uses, what interrupted runs left, and leftovers of older
@@ -580,6 +628,19 @@ for f in "$bin_dir"/* "$bin_dir"/.[!.]*; do
     relink "$f"
     say "repaired: $(oneline "$f")"
 done
+
+if [ $prune = 1 ]; then
+    pruned=$(unlisted)
+    set -f
+    saved_ifs=$IFS
+    IFS=$nl
+    for f in $pruned; do
+        rm -f "$f" || fail "cannot remove $f"
+        say "uninstalled: $(oneline "$f") (not in the plugins named, --prune)"
+    done
+    IFS=$saved_ifs
+    set +f
+fi
 
 collect_garbage
 exit 0

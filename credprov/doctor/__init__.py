@@ -51,12 +51,20 @@ def run_doctor(options: DoctorOptions) -> Report:
     if options.cri:
         _require_cri_client()
     root = NodeRoot(options.root)
+    paths = {
+        flag: _node_path(root, flag, value)
+        for flag, value in (
+            ("--config", options.config),
+            ("--bin-dir", options.bin_dir),
+            ("--kubelet-config", options.kubelet_config),
+        )
+    }
     setup = discover(
         root,
         Overrides(
-            config=options.config,
-            bin_dir=options.bin_dir,
-            kubelet_config=options.kubelet_config,
+            config=paths["--config"],
+            bin_dir=paths["--bin-dir"],
+            kubelet_config=paths["--kubelet-config"],
             node=options.node,
         ),
     )
@@ -90,6 +98,26 @@ def run_doctor(options: DoctorOptions) -> Report:
         report.checks.extend(check(ctx))
     report.redact(ctx.secrets)
     return report
+
+
+def _node_path(root: NodeRoot, flag: str, value: str | None) -> str | None:
+    """An operator's path as a node path: on this machine a relative one is the working
+    directory's, as every command line reads it; inside ``--node-root`` there is no such
+    directory, so it must be absolute.
+
+    Raises:
+        DoctorUsageError: a relative path with ``--node-root``.
+    """
+    import os
+
+    if value is None or os.path.isabs(value):
+        return value
+    if root.is_host:
+        return os.path.abspath(value)
+    raise DoctorUsageError(
+        f"{flag} {value}: a path inside --node-root must be absolute (the node's own path, "
+        "e.g. /etc/kubernetes/credential-providers)"
+    )
 
 
 #: Why ``--cri`` cannot be used: the CRI client (gRPC) is an extra of the credprov CLI, and

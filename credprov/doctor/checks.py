@@ -9,24 +9,27 @@ a plugin's answer is judged by :func:`credprov.credentialprovider.plugin.conform
 
 from __future__ import annotations
 
-import difflib
+import os
+import re
 import stat
 
 from credprov._go.durations import format_duration
 from credprov.api import internal
 from credprov.credentialprovider.images import InvalidImageError, parse_image_name
-from credprov.credentialprovider.matching import explain_match, urls_match_str
+from credprov.credentialprovider.matching import explain_match
 from credprov.credentialprovider.plugin.conformance import (
     SLOW_FRACTION,
     Check,
     run_conformance,
 )
 from credprov.credentialprovider.plugin.conformance import Report as ConformanceReport
-from credprov.doctor.binaries import check_executable
+from credprov.doctor.binaries import Verdict, check_executable, elf_info
 from credprov.doctor.context import SA_TOKEN_GATE, Context
 from credprov.doctor.discovery import BIN_DIR, CONFIG, Value
+from credprov.doctor.hints import config_check_command, plugin_check_command
 from credprov.doctor.plugin_runs import PluginRuns, refusal_text
 from credprov.doctor.report import Finding, Status
+from credprov.doctor.samples import HOST_RULES, derive_sample, plugin_kind
 from credprov.doctor.sandbox import SandboxError
 
 __all__ = [
@@ -199,7 +202,7 @@ def check_provider_config(ctx: Context) -> list[Finding]:
                 str(path),
                 message,
                 "the kubelet exits at start with this config (Failed to register CRI auth "
-                "plugins); fix it and check with 'credprov config validate'",
+                f"plugins); fix it and check it with: {config_check_command(str(path))}",
             )
         ]
     ctx.config = config
@@ -304,6 +307,7 @@ def check_bin_dir(ctx: Context) -> list[Finding]:
         ]
     point, options, table = mount
     if "noexec" in options:
+        ctx.bin_dir_noexec = f"the bin dir is on {point}, mounted noexec (see bin-dir.exec)"
         return [
             Finding(
                 "bin-dir.exec",
@@ -319,44 +323,82 @@ def check_bin_dir(ctx: Context) -> list[Finding]:
 
 
 def _mount_of(ctx: Context, node_path: str) -> tuple[str, set[str], str] | None:
-    """(mount point, options, table) of the mount holding ``node_path``.
+    """(mount point as the node names it, options, table) of the mount holding
+    ``node_path``.
 
-    The kubelet's own mount table when it runs; else, on this machine, the doctor's; else,
-    in a root, its pid 1's (a host ``/`` mounted at ``/host`` has the host's ``/proc``,
-    where ``self`` would be the doctor's container), or a ``/proc/mounts`` file of an
-    image.
+    On this machine: the kubelet's own mount table when it runs, else the doctor's. Under
+    ``--node-root`` at a live node (a ``proc`` mounted at the root's ``/proc``): the mounts
+    this doctor reads the node through, from its own table at the root's path, with that
+    path stripped (a table read inside the root names another namespace's view: a host's
+    ``/proc/1`` seen from a container, or this machine's own with the root's prefix). Else,
+    for an image, a ``/proc/mounts`` file of the root.
     """
+    if not ctx.root.is_host:
+        through = _node_mounts_seen_here(ctx.root.root, node_path)
+        if through is not None:
+            return through
+        st = ctx.root.lstat("/proc/mounts")
+        if st is None or not stat.S_ISREG(st.st_mode):
+            return None
+        try:
+            text = ctx.root.read_text("/proc/mounts", 4 << 20)
+        except OSError:
+            return None
+        best = _covering(_parse_mounts(text), node_path)
+        return None if best is None else (best[0], best[1], "/proc/mounts")
     tables = []
     if ctx.setup.pid is not None:
         tables.append(f"/proc/{ctx.setup.pid}/mountinfo")
-    if ctx.root.is_host:
-        tables += ["/proc/self/mountinfo", "/proc/mounts"]
-    else:
-        tables.append("/proc/1/mountinfo")
-        st = ctx.root.lstat("/proc/mounts")
-        if st is not None and stat.S_ISREG(st.st_mode):
-            tables.append("/proc/mounts")
+    tables += ["/proc/self/mountinfo", "/proc/mounts"]
     for table in tables:
         try:
             text = ctx.root.read_text(table, 4 << 20)
         except OSError:
             continue
         mounts = _parse_mountinfo(text) if table.endswith("mountinfo") else _parse_mounts(text)
-        best: tuple[str, set[str]] | None = None
-        for point, options in mounts:
-            inside = point == "/" or node_path == point or node_path.startswith(point + "/")
-            if inside and (best is None or len(point) >= len(best[0])):
-                best = (point, options)
+        best = _covering(mounts, node_path)
         if best is not None:
             return best[0], best[1], table
     return None
+
+
+def _covering(mounts: list[tuple[str, set[str]]], path: str) -> tuple[str, set[str]] | None:
+    """The last-mounted of the deepest mounts holding ``path``."""
+    best: tuple[str, set[str]] | None = None
+    for point, options in mounts:
+        inside = point == "/" or path == point or path.startswith(point + "/")
+        if inside and (best is None or len(point) >= len(best[0])):
+            best = (point, options)
+    return best
+
+
+def _node_mounts_seen_here(root: str, node_path: str) -> tuple[str, set[str], str] | None:
+    """The mount holding ``node_path`` of a live node's root, from this process's own mount
+    table (None when the root has no ``proc`` at its ``/proc``, or no table is readable)."""
+    real = os.path.realpath(root).rstrip("/")
+    try:
+        with open("/proc/self/mountinfo", "rb") as fh:
+            text = fh.read(4 << 20).decode("utf-8", "replace")
+    except OSError:
+        return None
+    mounts = _parse_mountinfo(text, with_type=True)
+    if not any(point == f"{real}/proc" and "fstype=proc" in options for point, options in mounts):
+        return None
+    best = _covering(mounts, real + node_path)
+    if best is None:
+        return None
+    point, options = best
+    # A root that is no mount of its own is held by a mount above it: the node's "/".
+    shown = point[len(real) :] if point.startswith(real + "/") else "/"
+    options = {o for o in options if not o.startswith("fstype=")}
+    return shown, options, f"the node's mounts under {real} in /proc/self/mountinfo"
 
 
 def _unescape(field: str) -> str:
     return field.replace("\\040", " ").replace("\\011", "\t").replace("\\134", "\\")
 
 
-def _parse_mountinfo(text: str) -> list[tuple[str, set[str]]]:
+def _parse_mountinfo(text: str, with_type: bool = False) -> list[tuple[str, set[str]]]:
     out = []
     for line in text.splitlines():
         fields = line.split()
@@ -367,6 +409,8 @@ def _parse_mountinfo(text: str) -> list[tuple[str, set[str]]]:
             super_options = line.split(" - ", 1)[1].split()
             if len(super_options) >= 3:
                 options |= set(super_options[2].split(","))
+            if with_type and super_options:
+                options.add(f"fstype={super_options[0]}")
         out.append((_unescape(fields[4]), options))
     return out
 
@@ -420,7 +464,14 @@ def check_plugins(ctx: Context) -> list[Finding]:
             out.append(_skip("plugin.runnable", "the plugin is not present", provider.name))
             out.append(_skip("plugin.responds", "the plugin is not present", provider.name))
             continue
+        if ctx.bin_dir_noexec:
+            out.append(_skip("plugin.runnable", ctx.bin_dir_noexec, provider.name))
+            out.append(_skip("plugin.responds", ctx.bin_dir_noexec, provider.name))
+            ctx.runnable[provider.name] = False
+            continue
         verdict = check_executable(ctx.root, path, ctx.machine)
+        if verdict.ok:
+            verdict = _loader_verdict(ctx, path, verdict, runs)
         out.append(
             Finding(
                 "plugin.runnable",
@@ -438,6 +489,80 @@ def check_plugins(ctx: Context) -> list[Finding]:
         else:
             out.append(_responds(ctx, provider, path, runs))
     return out
+
+
+def _loader_verdict(ctx: Context, path: str, verdict: Verdict, runs: PluginRuns) -> Verdict:
+    """``plugin.runnable`` past the headers: a dynamic binary's loader run on it (``--list``,
+    :meth:`PluginRuns.loader_check`), so a library or symbol version the node lacks
+    (``GLIBC_2.35 not found``) is a FAIL; the verdict says when only headers were read."""
+    try:
+        info = elf_info(ctx.root.read(path, 64 * 1024, head=True))
+    except OSError:
+        return verdict
+    if info is None or info.interpreter is None:
+        return verdict
+    if ctx.options.no_exec:
+        return Verdict(True, f"{verdict.message} (headers only: --no-exec)")
+    # The loader names $ORIGIN after the path it is given; execve, after the file itself
+    # (/proc/self/exe): a plugin installed as a symlink is checked at its target.
+    try:
+        target = ctx.root.resolve(path)
+    except OSError:
+        target = path
+    ok, said = runs.loader_check(target, info.interpreter)
+    if ok is None:
+        return Verdict(True, f"{verdict.message} (headers only, the loader was not run: {said})")
+    if ok:
+        return Verdict(True, f"{verdict.message}; the node's loader resolves every library")
+    return Verdict(
+        False,
+        f"the node's loader cannot start it: {said}",
+        "install a build linked for the node's libc and libraries (a static build, or one "
+        "built against the node's glibc or older)",
+    )
+
+
+#: What a downloaded or renamed plugin file carries besides its name: a version, an OS and
+#: architecture, an extension.
+_DECORATIONS = re.compile(
+    r"([-_.]v?\d+(\.\d+)+([-+][0-9a-z.]+)?|[-_.](linux|windows|darwin)|[-_.](amd64|x86_64|"
+    r"arm64|aarch64)|\.(exe|bin|sh|py))+$"
+)
+
+
+def _plugin_stem(name: str) -> str:
+    """A plugin file name as a reader compares it with a provider's: case, ``_`` for ``-``,
+    the ``credprov-`` prefix, a version, OS, architecture or extension do not count. Names
+    one edit apart (``ecr-``/``acr-credential-provider``) are different plugins."""
+    stem = name.lower().replace("_", "-").removeprefix("credprov-")
+    return _DECORATIONS.sub("", stem)
+
+
+#: Plugins one edit apart that are different programs: never offered for one another.
+_KNOWN_PLUGINS = frozenset(
+    (*HOST_RULES, "static-credential-provider", "docker-credential-helper-provider")
+)
+
+
+def _near_miss(entry: str, name: str) -> bool:
+    """Whether a reader would take file ``entry`` for provider ``name``'s plugin: the same
+    :func:`_plugin_stem`, or a one-character slip in a name that is no known plugin's."""
+    a, b = _plugin_stem(entry), _plugin_stem(name)
+    if a == b:
+        return True
+    if a in _KNOWN_PLUGINS or b in _KNOWN_PLUGINS or min(len(a), len(b)) < 6:
+        return False
+    return _one_edit(a, b)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """``a`` and ``b`` differ by one inserted, deleted or replaced character."""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    return a[i + 1 :] == b[i + 1 :] or a[i + 1 :] == b[i:] or a[i:] == b[i + 1 :]
 
 
 def _present(ctx: Context, bin_dir: str, name: str) -> Finding:
@@ -473,10 +598,10 @@ def _present(ctx: Context, bin_dir: str, name: str) -> Finding:
             f"rename it to {name}, on Windows name the provider {name}.exe"
         )
     else:
-        close = difflib.get_close_matches(name, entries, n=3, cutoff=0.6)
+        close = [e for e in entries if _near_miss(e, name)]
         if close:
             hint = (
-                f"did you mean {', '.join(close)} (in the bin dir, used by no provider)? The "
+                f"did you mean {', '.join(close[:3])} (in the bin dir, used by no provider)? The "
                 "provider name must equal the file name: rename the file or the provider"
             )
     return Finding(
@@ -490,51 +615,10 @@ def _present(ctx: Context, bin_dir: str, name: str) -> Finding:
 
 
 def sample_image(provider: internal.CredentialProvider, images: list[str]) -> str | None:
-    """An image the provider's ``matchImages`` match: one of ``images``, else derived from
-    the first entry that yields one (``*`` becomes a label, ``?`` and ``[...]`` a letter)."""
-    for image in images:
-        try:
-            repo = parse_image_name(image)
-        except InvalidImageError:
-            continue
-        if any(urls_match_str(p, repo) for p in provider.match_images):
-            return image
-    for pattern in provider.match_images:
-        candidate = _fill(pattern)
-        host, _, path = candidate.partition("/")
-        path = path.rstrip("/")
-        image = f"{host}/{path or 'credprov-doctor/sample'}"
-        try:
-            repo = parse_image_name(image)
-        except InvalidImageError:
-            continue
-        if urls_match_str(pattern, repo):
-            return image
-    return None
-
-
-def _fill(pattern: str) -> str:
-    out = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "*":
-            out.append("sample")
-        elif ch == "?":
-            out.append("x")
-        elif ch == "[":
-            end = pattern.find("]", i + 1)
-            body = pattern[i + 1 : end] if end > 0 else ""
-            first = body.lstrip("^!")[:1]
-            out.append(first if first.isalnum() else "x")
-            i = end if end > 0 else i
-        elif ch == "\\" and i + 1 < len(pattern):
-            i += 1
-            out.append(pattern[i])
-        else:
-            out.append(ch)
-        i += 1
-    return "".join(out)
+    """An image the provider's ``matchImages`` match and its plugin accepts: one of
+    ``images``, else derived (:func:`credprov.doctor.samples.derive_sample`)."""
+    sample = derive_sample(provider, images)
+    return None if sample is None else sample.image
 
 
 def _responds(
@@ -542,13 +626,16 @@ def _responds(
 ) -> Finding:
     """``plugin.responds`` for one provider: its plugin run once on a sample image, its
     answer judged by the conformance harness (SKIP when it cannot or may not run)."""
-    image = sample_image(provider, ctx.options.images)
-    if image is None:
+    sample = derive_sample(provider, ctx.options.images)
+    if sample is None:
+        kind = plugin_kind(provider.name)
+        why = f" {kind} accepts" if kind else ""
         return _skip(
             "plugin.responds",
-            "no image can be derived from matchImages; pass --image",
+            f"no image{why} can be derived from matchImages; pass --image",
             provider.name,
         )
+    image = sample.image
     # Run by its node path, as the kubelet does (a multicall runtime installed as symlinks
     # dispatches on it): confined inside --node-root, or as the kubelet would on this host.
     refusal = runs.refusal(path)
@@ -572,7 +659,17 @@ def _responds(
         report.checks = [
             c for c in report.checks if c.name != "deadline" or (c.duration or 0.0) > slow
         ]
-    return _judge_answer(provider, report)
+    finding = _judge_answer(provider, report, path)
+    if sample.made_up and finding.status == Status.FAIL:
+        # A host the doctor made up for a plugin it does not know: no verdict on the node.
+        return Finding(
+            "plugin.responds",
+            Status.WARN,
+            provider.name,
+            f"{finding.message} (a made-up image: the plugin may serve none like it)",
+            "pass --image with an image this plugin serves to judge it",
+        )
+    return finding
 
 
 def _check(report: ConformanceReport, name: str) -> Check:
@@ -613,13 +710,32 @@ def _run_plugin(
     return report
 
 
-def _judge_answer(provider: internal.CredentialProvider, report: ConformanceReport) -> Finding:
+def _judge_answer(
+    provider: internal.CredentialProvider, report: ConformanceReport, path: str
+) -> Finding:
     """``plugin.responds`` from the conformance checks: the first failure, else the first
-    warning, else PASS with the answer's time and cache key type."""
-    failures = [c for c in report.checks if c.status == Status.FAIL]
-    warnings = [c for c in report.checks if c.status == Status.WARN]
+    warning, else PASS with the answer's time and cache key type.
+
+    Extra auth keys that do not match the image are no warning here when one key does: the
+    kubelet uses the matching one and caches the others for the images they match
+    (upstream's GCP plugin answers every Google registry key for any image, by design).
+    """
     by_name = {c.name: c for c in report.checks}
+    matched = by_name.get("auth matches image")
+    extra_keys_fine = matched is not None and matched.status == Status.PASS
+    failures = [c for c in report.checks if c.status == Status.FAIL]
+    warnings = [
+        c
+        for c in report.checks
+        if c.status == Status.WARN
+        and not (
+            extra_keys_fine
+            and c.name.startswith("auth key ")
+            and c.detail.startswith("does not match the image")
+        )
+    ]
     took = by_name["exit"].duration or 0.0
+    check = plugin_check_command(path, report.images[0], provider.api_version, provider.args)
     where = f"for {report.images[0]}"
     if failures:
         first = failures[0]
@@ -628,8 +744,7 @@ def _judge_answer(provider: internal.CredentialProvider, report: ConformanceRepo
             Status.FAIL,
             provider.name,
             f"{where}: {first.name}: {first.detail}",
-            "the kubelet gets no credentials from this answer; run 'credprov plugin test' "
-            "on the binary for every check",
+            f"the kubelet gets no credentials from this answer; see every check with: {check}",
         )
     cache_key = by_name.get("cacheKeyType")
     summary = f"{where}: answered in {took * 1000:.0f}ms" + (
@@ -642,7 +757,7 @@ def _judge_answer(provider: internal.CredentialProvider, report: ConformanceRepo
             Status.WARN,
             provider.name,
             f"{summary}; {first.name}: {first.detail}",
-            "check the plugin's answer with 'credprov plugin test'",
+            f"check the plugin's answer with: {check}",
         )
     return Finding("plugin.responds", Status.PASS, provider.name, summary)
 

@@ -49,8 +49,8 @@ DESCRIPTION = (
     "this node, answering as the kubelet expects), feature gates, the KEP-2535 pull "
     "policy and records, and with --objects the KEP-4412 token RBAC and a KEP-2535 "
     "upgrade preflight. Read-only. With --node-root, plugins run only inside the root "
-    "(chroot in a private mount namespace, as uid 65534, with the provider's env "
-    "only); without, as the kubelet runs them. Exit 0 when nothing fails, 1 when a "
+    "(chroot in a private mount namespace, read-only, as root with only the "
+    "capabilities to read files, with the provider's env only); without, as the kubelet runs them. Exit 0 when nothing fails, 1 when a "
     "check fails, 2 on usage errors."
 )
 

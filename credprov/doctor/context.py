@@ -103,6 +103,8 @@ class Context:
     #: Why the kubelet runs no plugin at all (k3s/RKE2 without both provider paths); the
     #: provider and plugin checks are skipped with this reason.
     providers_off: str | None = None
+    #: Why no plugin can start: the bin dir is on a ``noexec`` mount (``bin-dir.exec``).
+    bin_dir_noexec: str | None = None
 
     def gate(self, name: str) -> bool:
         """The feature gate's effective value on the node (its kubelet default if unset)."""

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from credprov._go.decode import DecodeError, load_document
+from credprov.base.redact import shorten
 from credprov.base.rootfs import MAX_READ_BYTES, NodeFileError, NodeRoot, describe_error
 from credprov.doctor.flags import (
     UnitSettings,
@@ -206,7 +207,7 @@ def json_safe(value: Any, depth: int = 0) -> Any:
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
-        return value if len(value) <= _MAX_SHOWN else value[:_MAX_SHOWN] + "..."
+        return shorten(value, _MAX_SHOWN)
     if isinstance(value, int):
         return value if abs(value) < 10**18 else "<an integer too large to show>"
     if isinstance(value, float):

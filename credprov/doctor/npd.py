@@ -35,14 +35,13 @@ _ELLIPSIS = "..."
 
 def bounded(message: str, limit: int = MAX_MESSAGE) -> str:
     """``message`` as one line of printable ASCII (anything else escaped, white space runs
-    folded to one space), at most ``limit`` characters: cut with ``...`` beyond."""
+    folded to one space), at most ``limit`` characters: its middle left out beyond."""
+    from credprov.base.redact import shorten
     from credprov.base.report import text
 
     line = " ".join(text(message).split())
     line = line.encode("ascii", "backslashreplace").decode("ascii")
-    if len(line) > limit:
-        line = line[: limit - len(_ELLIPSIS)] + _ELLIPSIS
-    return line
+    return shorten(line, limit)
 
 
 def verdict(report: Report) -> tuple[int, str]:

@@ -6,8 +6,6 @@ One :class:`PluginRuns` per doctor run decides, for each provider's ``<bin-dir>/
   :mod:`credprov.doctor.sandbox`, probed once (not per plugin) and only when a plugin is
   about to run (``--no-exec`` probes nothing); when it cannot be had, every plugin is
   skipped with the reason, never run on this host;
-* whether uid 65534 may start this plugin (a mode-0700 root-owned plugin is skipped, saying
-  the kubelet runs plugins as root);
 * its deadline: all runs share an overall budget (``--plugins-deadline``, starting with the
   first run); each gets the smaller of its own timeout (``--plugin-timeout``) and what is
   left, and once it is spent the remaining plugins are skipped, naming the ones that hung,
@@ -22,11 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from credprov._go.durations import format_duration
+from credprov.base.redact import shorten
 from credprov.base.rootfs import NodeRoot
 from credprov.doctor.sandbox import (
     HostLauncher,
@@ -35,15 +36,24 @@ from credprov.doctor.sandbox import (
     SandboxError,
     plan_root,
     probe,
-    unprivileged_exec_problem,
 )
 
 __all__ = ["PluginDeadline", "PluginRuns", "refusal_text"]
+
+#: The longest a loader check (``INTERP --list PATH``) may take.
+_LOADER_TIMEOUT_NS = 10 * 1_000_000_000
 
 
 def refusal_text(failure: SandboxError) -> str:
     """The ``plugin.responds`` skip reason when plugins cannot be confined."""
     if failure.errno in (errno.EPERM, errno.EACCES):
+        if os.geteuid() == 0:
+            return (
+                "not run: running a plugin inside --node-root needs CAP_SYS_ADMIN and "
+                f"CAP_SYS_CHROOT for a private mount namespace and chroot ({failure}); this "
+                "process is root without them (a container: add the capabilities, or run "
+                "it privileged) or pass --no-exec"
+            )
         return (
             "not run: running a plugin inside --node-root needs root for a private mount "
             f"namespace and chroot ({failure}); run as root or pass --no-exec"
@@ -127,16 +137,7 @@ class PluginRuns:
         if not self._probed:
             self._probed = True
             self._refused = self._probe()
-        if self._refused is not None:
-            return self._refused
-        problem = unprivileged_exec_problem(self.root, node_path)
-        if problem is not None:
-            return (
-                f"not run: {problem}; the doctor runs a node's plugins inside --node-root as that "
-                "unprivileged user, while the kubelet runs them as root (so the node may run "
-                "it fine)"
-            )
-        return None
+        return self._refused
 
     def _probe(self) -> str | None:
         try:
@@ -164,6 +165,50 @@ class PluginRuns:
         else:
             with HostLauncher() as host_launcher:
                 yield host_launcher
+
+    def loader_check(self, node_path: str, interpreter: str) -> tuple[bool | None, str]:
+        """Whether the node's program ``interpreter`` can load ``node_path`` and every library
+        it needs, with their symbol versions (``INTERP --list PATH``, ldd's way: the loader
+        maps the libraries and runs none of the program), started as a plugin would be.
+
+        Returns:
+            ``(True, "")``; ``(False, what the loader said)``; ``(None, why it was not
+            run)`` when plugins cannot run here (the refusal) or the loader hung.
+        """
+        refusal = self.refusal(node_path)
+        if refusal is not None:
+            return None, refusal
+        timeout = min(self.plugin_timeout_ns, _LOADER_TIMEOUT_NS) / 1e9
+        try:
+            with self.launcher() as launcher:
+                launch = launcher.launch([interpreter, "--list", node_path], ())
+                try:
+                    proc = subprocess.run(
+                        launch.argv,
+                        env=launch.env,
+                        cwd=launch.cwd,
+                        preexec_fn=launch.preexec_fn,
+                        stdin=subprocess.DEVNULL,
+                        capture_output=True,
+                        timeout=timeout,
+                        check=False,
+                    )
+                except subprocess.TimeoutExpired:
+                    return None, f"the loader did not answer within {timeout:g}s"
+                except OSError as exc:
+                    return False, f"{interpreter}: {exc.strerror or exc}"
+                failure = launcher.failure()
+        except SandboxError as exc:
+            return None, f"not run: {exc}"
+        if failure is not None:
+            return None, refusal_text(failure)
+        said = (proc.stderr + proc.stdout).decode("utf-8", "replace")
+        problems = [line.strip() for line in said.splitlines() if "not found" in line]
+        if proc.returncode != 0 or problems:
+            lines = problems or [line.strip() for line in said.splitlines() if line.strip()]
+            said = "; ".join(dict.fromkeys(lines)) or f"exit status {proc.returncode}"
+            return False, shorten(said, 400)
+        return True, ""
 
     def finished(self, provider: str, timed_out: bool) -> None:
         """Record a run's end: a run killed at its deadline is named as hung."""

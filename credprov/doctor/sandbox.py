@@ -17,9 +17,11 @@ the child:
 4. if the root has a ``/dev`` directory, covers it with a tmpfs holding only ``null``,
    ``zero``, ``full``, ``random`` and ``urandom``, bound from this machine's ``/dev``
    (populated on a fresh scratch directory of this machine, then moved into place);
-5. ``chroot(root)``, ``chdir("/")``, drops to uid/gid 65534 (nobody/nogroup) with no
-   supplementary groups (by hand, after the chroot: ``Popen``'s ``user=``/``group=`` would
-   apply before ``preexec_fn``) and sets ``PR_SET_NO_NEW_PRIVS``;
+5. ``chroot(root)``, ``chdir("/")``, and keeps the kubelet's identity (uid/gid 0, no
+   supplementary groups) with only the capabilities that decide what root may read
+   (:data:`KEPT_CAPABILITIES`): the bounding, permitted, effective, inheritable and ambient
+   sets are cut, so ``CAP_SYS_ADMIN`` (remount), ``CAP_SYS_CHROOT`` (leave the chroot) and
+   ``CAP_SYS_PTRACE`` are gone; then ``PR_SET_NO_NEW_PRIVS``, so the exec grants nothing back;
 
 then execs, so the plugin's ``#!`` interpreter, dynamic loader, libc and files are the
 node's. Its environment is exactly the provider's ``env`` plus systemd's default ``PATH``
@@ -30,10 +32,15 @@ opened one component at a time with ``O_NOFOLLOW``; the mount goes onto the open
 directory (``/proc/self/fd/N``), so a link swapped in meanwhile cannot point a mount at this
 machine's files.
 
+Why root: the kubelet runs plugins as root, and a plugin's files are often root's alone (a
+``0600`` credentials file); run as anyone else, a healthy plugin fails. With the root
+read-only, ``nosuid``, ``nodev``, chrooted, and no capability beyond reading, root inside the
+sandbox can read what the node's root can read and nothing more, which is the verdict wanted.
+
 Whether that works is decided once per doctor run (:func:`probe`: the same set-up in a
 forked child that then exits); when it cannot be done (not root, no ``CAP_SYS_ADMIN``,
-``unshare`` or ``chroot`` refused, uid 65534 not mapped) every ``plugin.responds`` is
-``skip`` with the reason. There is no fallback to running on the host.
+``unshare`` or ``chroot`` refused) every ``plugin.responds`` is ``skip`` with the reason.
+There is no fallback to running on the host.
 
 Without ``--node-root`` (the root is ``/``) the plugin runs as the kubelet would run it: by its
 unresolved path, this process's environment plus the provider's ``env``, in ``/``, with
@@ -46,8 +53,8 @@ leaves its process group outlives the run), resource use beyond the tmpfs sizes,
 concurrent writers of the root's directories on this machine (the threat is the image's
 content, not a local attacker racing the doctor). Where the run differs from the kubelet's:
 no ``/proc`` unless the root has one mounted (a runtime that reads ``/proc/self/exe`` fails
-here only), the private ``/tmp`` allows exec even where the node's is ``noexec``, and ACLs
-are not consulted when deciding whether uid 65534 may start a plugin.
+here only), the private ``/tmp`` allows exec even where the node's is ``noexec``, and
+capabilities beyond reading files (a plugin that needs ``CAP_NET_ADMIN`` fails here only).
 
 Why hand-written: the kernel calls are five (``unshare``, ``mount``, ``mount_setattr``,
 ``chroot``, ``prctl``) and must run in the forked child in a precise order; a container
@@ -65,6 +72,7 @@ import ctypes
 import errno
 import functools
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -80,18 +88,23 @@ from credprov.errors import CredprovError
 __all__ = [
     "CACHE_DIR_ENV",
     "DEV_NODES",
-    "UNPRIVILEGED_ID",
+    "KEPT_CAPABILITIES",
     "HostLauncher",
     "RootLauncher",
     "RootPlan",
     "SandboxError",
     "plan_root",
     "probe",
-    "unprivileged_exec_problem",
 ]
 
-#: nobody/nogroup: who a plugin from ``--node-root`` runs as.
-UNPRIVILEGED_ID = 65534
+#: The capabilities a confined plugin keeps (of those the doctor has): reading and
+#: searching files as the kubelet, root with every capability, reads them
+#: (``CAP_DAC_OVERRIDE``, ``CAP_FOWNER``). With the root read-only, nothing else changes
+#: what a plugin can answer; everything else would only loosen the confinement
+#: (``CAP_SYS_ADMIN`` remounts, ``CAP_SYS_CHROOT`` leaves the chroot, and
+#: ``CAP_DAC_READ_SEARCH`` opens any inode of the root's filesystem by handle,
+#: ``open_by_handle_at``, past the chroot).
+KEPT_CAPABILITIES = (1, 3)
 
 #: Where credprov's plugins keep their answer cache (:mod:`credprov.sdk._cache`).
 CACHE_DIR_ENV = "CREDPROV_PLUGIN_CACHE_DIR"
@@ -117,6 +130,10 @@ _MS_REC = 0x4000
 _MS_PRIVATE = 1 << 18
 _CLONE_NEWNS = 0x00020000
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_CAPBSET_DROP = 24
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
 _SYS_MOUNT_SETATTR = 442  # the same number on every architecture (a 5.12 syscall)
 _AT_FDCWD = -100
 _AT_RECURSIVE = 0x8000
@@ -264,6 +281,10 @@ def _libc() -> ctypes.CDLL:
     ]
     libc.prctl.restype = ctypes.c_int
     libc.syscall.restype = ctypes.c_long
+    libc.capget.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    libc.capget.restype = ctypes.c_int
+    libc.capset.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    libc.capset.restype = ctypes.c_int
     return libc
 
 
@@ -311,11 +332,35 @@ def _read_only(root: str) -> None:
     )
     if result == 0:
         return
-    # Before 5.12: the top mount only, keeping its noexec (a bind remount sets all flags).
-    flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
-    if os.statvfs(root).f_flag & os.ST_NOEXEC:
-        flags |= _MS_NOEXEC
-    _mount(None, root, None, flags, None, "make the root read-only")
+    # Before 5.12: each mount of the tree in turn (the plugin runs as root: a writable
+    # submount, a live /proc/sys, would be written), keeping each one's noexec (a bind
+    # remount sets all flags).
+    try:
+        with open("/proc/self/mountinfo", "rb") as fh:
+            table = fh.read().decode("utf-8", "surrogateescape")
+    except OSError as exc:
+        raise SandboxError("read /proc/self/mountinfo", exc.errno or errno.EIO) from None
+    real = os.path.realpath(root)
+    points = [root]
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) > 4:
+            point = _unescape_mount_point(fields[4])
+            if point.startswith(real.rstrip("/") + "/") and point not in points:
+                points.append(point)
+    for point in points:
+        flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+        try:
+            if os.statvfs(point).f_flag & os.ST_NOEXEC:
+                flags |= _MS_NOEXEC
+        except OSError:
+            continue  # covered by a later mount
+        _mount(None, point, None, flags, None, f"make {point} read-only")
+
+
+def _unescape_mount_point(field: str) -> str:
+    """A mountinfo path field: octal escapes (``\\040``) decoded."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
 def _enter(plan: RootPlan, scratch: str) -> None:
@@ -373,22 +418,59 @@ def _enter(plan: RootPlan, scratch: str) -> None:
         os.chdir("/")
     except OSError as exc:
         raise SandboxError("chroot", exc.errno or errno.EINVAL) from None
-    for step, call in (
-        ("setgroups", lambda: os.setgroups([])),
-        (
-            f"setgid {UNPRIVILEGED_ID}",
-            lambda: os.setresgid(UNPRIVILEGED_ID, UNPRIVILEGED_ID, UNPRIVILEGED_ID),
-        ),
-        (
-            f"setuid {UNPRIVILEGED_ID}",
-            lambda: os.setresuid(UNPRIVILEGED_ID, UNPRIVILEGED_ID, UNPRIVILEGED_ID),
-        ),
-    ):
-        try:
-            call()
-        except OSError as exc:
-            raise SandboxError(step, exc.errno or errno.EINVAL) from None
+    # The kubelet's identity: uid/gid 0, the groups cleared where allowed (the kubelet, a
+    # systemd service, has none), capabilities cut to reading files as root reads them.
+    with contextlib.suppress(OSError):
+        os.setgroups([])
+    _drop_capabilities()
     _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def _drop_capabilities() -> None:
+    """Keep uid 0 but only :data:`KEPT_CAPABILITIES` (those this process has).
+
+    The bounding set is cut where allowed (``CAP_SETPCAP``); the permitted and effective
+    sets always, and the inheritable and ambient sets emptied: with ``no_new_privs`` set
+    next, the exec'd plugin (uid 0, whose exec would otherwise get the bounding set) keeps
+    no more than this permitted set, so ``CAP_SYS_ADMIN`` and ``CAP_SYS_CHROOT`` (which
+    would undo the read-only bind and the chroot) and ``CAP_SYS_PTRACE`` are gone.
+
+    Raises:
+        SandboxError: ``capget``/``capset`` refused.
+    """
+    libc = _libc()
+    for cap in range(64):
+        if cap in KEPT_CAPABILITIES:
+            continue
+        # EINVAL: past the kernel's last capability. EPERM (no CAP_SETPCAP) is ignored:
+        # the permitted set below still bounds the exec.
+        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:
+            break
+    keep = 0
+    for cap in KEPT_CAPABILITIES:
+        keep |= 1 << cap
+    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    _check(libc.capget(ctypes.byref(header), data), "capget")
+    for i in range(2):
+        mask = (keep >> (32 * i)) & 0xFFFFFFFF
+        data[i].permitted &= mask
+        data[i].effective = data[i].permitted
+        data[i].inheritable = 0
+    _check(libc.capset(ctypes.byref(header), data), "capset")
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 
 
 def probe(plan: RootPlan) -> SandboxError | None:
@@ -528,54 +610,3 @@ class HostLauncher:
     def failure(self) -> SandboxError | None:
         """Always None: nothing is set up in the child."""
         return None
-
-
-# -- who may run it ------------------------------------------------------------------------
-
-
-def unprivileged_exec_problem(root: NodeRoot, node_path: str) -> str | None:
-    """Why uid/gid 65534 cannot start ``node_path`` in ``root`` (mode bits; ACLs aside).
-
-    Checks search permission on the directories of the path as named and as resolved, and
-    execute (plus read, for a ``#!`` script) permission on the file.
-    """
-    resolved = root.resolve(node_path)
-    directories: list[str] = []
-    for path in (root.resolve(os.path.dirname(node_path)), os.path.dirname(resolved)):
-        parts = [p for p in path.split("/") if p]
-        for i in range(len(parts) + 1):
-            directory = "/" + "/".join(parts[:i])
-            if directory not in directories:
-                directories.append(directory)
-    for directory in directories:
-        st = root.stat(directory)
-        if st is not None and not _permits(st, 0o1):
-            where = f"the root {root.root}" if directory == "/" else directory
-            return f"{where} ({_describe_mode(st)}) cannot be searched by uid {UNPRIVILEGED_ID}"
-    st = root.stat(node_path)
-    if st is None:
-        return None
-    if not _permits(st, 0o1):
-        return f"{node_path} ({_describe_mode(st)}) cannot be executed by uid {UNPRIVILEGED_ID}"
-    try:
-        script = root.read(node_path, 2, head=True) == b"#!"
-    except OSError:
-        script = False
-    if script and not _permits(st, 0o4):
-        return (
-            f"{node_path} ({_describe_mode(st)}) is a script uid {UNPRIVILEGED_ID} cannot read "
-            "for its interpreter"
-        )
-    return None
-
-
-def _permits(st: os.stat_result, bit: int) -> bool:
-    if st.st_uid == UNPRIVILEGED_ID:
-        return bool(st.st_mode & (bit << 6))
-    if st.st_gid == UNPRIVILEGED_ID:
-        return bool(st.st_mode & (bit << 3))
-    return bool(st.st_mode & bit)
-
-
-def _describe_mode(st: os.stat_result) -> str:
-    return f"mode {stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid} gid {st.st_gid}"

@@ -64,6 +64,7 @@ from credprov.base.fileio import (
     sync_dir,
     write_atomic,
 )
+from credprov.base.redact import shorten
 from credprov.pullmanager.interfaces import StoreReadError, StoreWriteError
 from credprov.pullmanager.locks import MAX_LOCK_STRIPES, key_hash
 from credprov.pullmanager.types import (
@@ -145,7 +146,7 @@ def _reason(exc: BaseException) -> str:
         text = exc.strerror or str(exc)
     else:
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text if len(text) <= 200 else text[:197] + "..."
+    return shorten(text, 200)
 
 
 class _Unusable(Exception):

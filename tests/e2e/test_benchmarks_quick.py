@@ -34,6 +34,7 @@ QUICK = {
     "bench_ensure_cri.py": ["--rounds", "1", "--cli-rounds", "1"],
     "bench_doctor.py": ["--rounds", "1"],
     "bench_doctor_scale.py": ["--rounds", "1", "--scale", "0.05"],
+    "bench_doctor_limits.py": ["--quick"],
 }
 #: Benchmarks too slow for a smoke run, and what covers them instead.
 NOT_QUICK = {

@@ -33,6 +33,8 @@ from tests.e2e.noderoot import BIN_DIR, chroot, glibcless_root, inside, node_roo
 
 pytestmark = pytest.mark.e2e
 
+REPO = Path(__file__).resolve().parents[2]
+
 CONFIG_DIR = "/etc/kubernetes/credential-providers"
 CONFIG = (
     "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n"
@@ -76,12 +78,14 @@ def run_image(
     mounts: dict[str, str],
     env: dict[str, str],
     command: tuple[str, ...] = (),
+    flags: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     """``ctr run --read-only`` of the image with a private ``/tmp`` (the DaemonSet's
     emptyDir): its entrypoint, or ``command`` (looked up on its PATH). ``HOST_BIN_DIR`` is
-    :data:`BIN_DIR` whenever ``/host/root`` is mounted and ``env`` does not say otherwise."""
+    :data:`BIN_DIR` whenever ``/host/root`` is mounted and ``env`` does not say otherwise.
+    ``flags`` go to ``ctr run`` (capabilities)."""
     tmp = tempfile.mkdtemp(prefix="credprov-image-tmp.")
-    args = ["run", "--rm", "--read-only", "--snapshotter", "native"]
+    args = ["run", "--rm", "--read-only", "--snapshotter", "native", *flags]
     for dst, src in {**mounts, "/tmp": tmp}.items():
         ro = dst.endswith(":ro")
         dst = dst.removesuffix(":ro")
@@ -95,6 +99,37 @@ def run_image(
         return containerd.ctr(*args, ref, f"credprov-installer-{uuid.uuid4().hex[:8]}", *command)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_the_daemonsets_capabilities_are_enough_and_narrowing_prunes(
+    containerd: Containerd, installer_ref: str, fresh_root: Path
+) -> None:
+    """deploy/base: all capabilities dropped but SYS_CHROOT (the on-node check's chroot);
+    PLUGINS narrowed later removes the plugin it no longer lists."""
+    import yaml
+
+    from tests.e2e.test_doctor_fleet_matrix import CONTAINERD_DEFAULT_CAPS
+
+    ds = yaml.safe_load((REPO / "deploy/base/daemonset.yaml").read_text())
+    (init,) = ds["spec"]["template"]["spec"]["initContainers"]
+    caps = init["securityContext"]["capabilities"]
+    assert caps["drop"] == ["ALL"]
+    keep = {f"CAP_{c}" for c in caps["add"]}
+    assert keep == {"CAP_SYS_CHROOT"}
+    flags = tuple(a for c in CONTAINERD_DEFAULT_CAPS if c not in keep for a in ("--cap-drop", c))
+    env = {"PLUGINS": "static-credential-provider,ecr-credential-provider",
+           "CREDPROV_CONFIG": CONFIG}  # fmt: skip
+    first = run_image(containerd, installer_ref, host_mounts(fresh_root), env, flags=flags)
+    assert first.returncode == 0, first.stderr
+    bin_dir = inside(fresh_root, BIN_DIR)
+    assert visible(bin_dir) == ["ecr-credential-provider", "static-credential-provider"]
+    narrowed = run_image(containerd, installer_ref, host_mounts(fresh_root),
+                         {**env, "PLUGINS": "static-credential-provider"}, flags=flags)  # fmt: skip
+    assert narrowed.returncode == 0, narrowed.stderr
+    assert "uninstalled: /host/bin/ecr-credential-provider (not in the plugins named, --prune)" in (
+        narrowed.stdout.splitlines()
+    )
+    assert visible(bin_dir) == ["static-credential-provider"]
 
 
 def visible(directory: Path) -> list[str]:
@@ -162,7 +197,8 @@ REFUSED = {
         {"CREDPROV_CONFIG": CONFIG.replace("static-credential-provider", "ecr-credential-provider")},
         1, "credprov-installer: error: CREDPROV_CONFIG would break the kubelet's config "
         'directory: duplicate provider name "ecr-credential-provider" found in configuration '
-        "file(s); nothing was changed"),
+        'file(s) (in "/host/config/credprov-plugins.yaml" and "/host/config/node.json"); '
+        "nothing was changed"),
     "PLUGINS as an option": (
         {"PLUGINS": "--bin-dir=/tmp"}, 2,
         "credprov-installer: error: PLUGINS holds plugin names only, got --bin-dir=/tmp"),

@@ -143,6 +143,9 @@ def plant_kubeadm_node(root: Path) -> None:
         "apiVersion: credprov.io/v1alpha1\nkind: StaticCredentials\ncredentials:\n"
         f'  - match: ["registry-a.example.com"]\n    username: robot\n    password: {PASSWORD}\n',
     )
+    # Root's alone, as on real nodes: the kubelet runs its plugins as root.
+    inside(root, STATIC_FILE).chmod(0o600)
+    inside(root, STATIC_FILE).parent.chmod(0o700)
     from credprov.pullmanager.fsstore import FSPullRecordsAccessor
     from credprov.pullmanager.types import ImagePullCredentials, ImagePulledRecord
 

@@ -25,7 +25,7 @@ CONFIG = "/etc/kubernetes/credential-provider-config.yaml"
 
 PLUGIN = f"""#!/bin/sh
 # dash and coreutils from the node: ids, then the answer
-[ "$(/usr/bin/id -u)" = 65534 ] || {{ echo "uid $(/usr/bin/id -u)" >&2; exit 1; }}
+[ "$(/usr/bin/id -u)" = 0 ] || {{ echo "uid $(/usr/bin/id -u)" >&2; exit 1; }}
 /usr/bin/cat >/dev/null
 /usr/bin/printf '%s' '{{"kind":"CredentialProviderResponse","apiVersion":"{V1}",'
 /usr/bin/printf '%s' '"cacheKeyType":"Registry","cacheDuration":"5m",'

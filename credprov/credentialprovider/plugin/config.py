@@ -225,28 +225,35 @@ def read_config(
         ConfigError: the kubelet's read/decode errors.
     """
     digest = _sha256()
-    configs: list[internal.CredentialProviderConfig] = []
+    configs: list[tuple[str, internal.CredentialProviderConfig]] = []
     stdin = allow_stdin and path == "-"
     for file in ["-"] if stdin else config_files(path, files):
         data = _read_stdin() if stdin else _read_file(file, files)
         digest.update(struct.pack(">Q", len(data)))
         digest.update(data)
         try:
-            configs.append(decode_config(load_document(data)))
+            configs.append((file, decode_config(load_document(data))))
         except DecodeError as exc:
             raise ConfigError(f"error decoding config {go_quote(file)}: {exc}") from None
     # Like the kubelet, merge only once every file has decoded: a decode error in a later
     # file wins over a duplicate name in earlier ones.
+    # The kubelet's text names no file; which ones follows it, so an operator can act.
     providers: list[internal.CredentialProvider] = []
-    seen: set[str] = set()
-    for cfg in configs:
+    seen: dict[str, str] = {}
+    for file, cfg in configs:
         for provider in cfg.providers:
-            if provider.name in seen:
+            first = seen.get(provider.name)
+            if first is not None:
+                where = (
+                    f"twice in {go_quote(file)}"
+                    if first == file
+                    else f"in {go_quote(first)} and {go_quote(file)}"
+                )
                 raise ConfigError(
                     f"duplicate provider name {go_quote(provider.name)} found in "
-                    "configuration file(s)"
+                    f"configuration file(s) ({where})"
                 )
-            seen.add(provider.name)
+            seen[provider.name] = file
             providers.append(provider)
     return internal.CredentialProviderConfig(providers=tuple(providers)), (
         "sha256:" + digest.hexdigest()

@@ -79,7 +79,7 @@ from credprov._go.durations import SECOND, DurationError, format_duration, parse
 from credprov.api import internal
 from credprov.api.exec import api_version_of, interpret_response_gvk
 from credprov.base import report as base
-from credprov.base.redact import REDACTED, Redactor, env_label, terminal_safe
+from credprov.base.redact import REDACTED, Redactor, env_label, shorten, terminal_safe
 from credprov.base.report import Finding, Status, status_label, text
 from credprov.credentialprovider.images import parse_image_name
 from credprov.credentialprovider.matching import explain_match, parse_schemeless_url, urls_match_str
@@ -906,4 +906,4 @@ def _lenient_json(data: bytes) -> Any:
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= _MAX_DETAIL else text[: _MAX_DETAIL - 3] + "..."
+    return shorten(text, _MAX_DETAIL)

@@ -604,3 +604,27 @@ def test_the_tarball_is_not_written_through_a_planted_link(tmp_path: Path) -> No
     assert target.read_text() == "keep"
     with open_bundle(tarball) as checked:
         assert checked.plugins == NAMES
+
+
+def test_readme_build_commands_have_credprov_on_path() -> None:
+    """README's build block puts ``credprov`` on ``PATH`` before using it, and the line it
+    gives does: after ``./scripts/setup.sh`` (this checkout's ``.venv``), activating it."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[3]
+    readme = (repo / "README.md").read_text()
+    block = readme.split("# On a build machine (this checkout)", 1)[1].split("```", 1)[0]
+    lines = [ln for ln in block.splitlines()[1:] if ln.strip() and not ln.startswith("#")]
+    activate, first = lines[0].split("#", 1)[0].strip(), lines[1]
+    assert activate == "./scripts/setup.sh && . .venv/bin/activate"
+    assert first.startswith("credprov bundle ")
+    if not (repo / ".venv/bin/activate").exists() or shutil.which("bash") is None:
+        return
+    found = subprocess.run(
+        ["bash", "-c", ". .venv/bin/activate && command -v credprov"],
+        cwd=repo, capture_output=True, text=True, check=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"},
+    )  # fmt: skip
+    assert found.stdout.strip() == str(repo / ".venv/bin/credprov"), found.stderr

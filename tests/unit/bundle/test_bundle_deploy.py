@@ -119,6 +119,10 @@ def test_profile_runs_everywhere_before_the_cni_and_safely(name: str) -> None:
     assert init["image"] == f"{IMAGE_NAME}:{__version__}"
     assert init["securityContext"]["readOnlyRootFilesystem"] is True
     assert init["securityContext"]["allowPrivilegeEscalation"] is False
+    # chroot into /host/root for the on-node check; nothing else (root owns what it writes).
+    assert init["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["SYS_CHROOT"]}
+    # A single-architecture image: only on its nodes.
+    assert pod["nodeSelector"] == {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
     # validate-config and the runtime check each start the bundled Python runtime.
     assert _mebibytes(init["resources"]["limits"]["memory"]) >= 256
     (pause,) = pod["containers"]
@@ -126,6 +130,13 @@ def test_profile_runs_everywhere_before_the_cni_and_safely(name: str) -> None:
     strategy = ds["spec"]["updateStrategy"]
     assert strategy["type"] == "RollingUpdate"
     assert strategy["rollingUpdate"]["maxUnavailable"] == "10%"
+
+
+def test_every_deploy_path_a_manifest_names_exists() -> None:
+    """A comment naming ``deploy/...`` points at a file or directory that is there."""
+    for manifest in sorted(DEPLOY.rglob("*.yaml")) + sorted(DEPLOY.rglob("*.json")):
+        for path in re.findall(r"\bdeploy/[A-Za-z0-9_./-]*[A-Za-z0-9_-]", manifest.read_text()):
+            assert (REPO / path).exists(), f"{manifest.relative_to(REPO)} names {path}"
 
 
 def _mebibytes(quantity: str) -> int:

@@ -78,3 +78,17 @@ def test_image_and_textfile_dir_are_set_with_an_overlay(tmp_path: Path) -> None:
     spec = ds["spec"]["template"]["spec"]
     assert spec["containers"][0]["image"] == "registry.example.com/credprov-plugins-installer:0.2.0"
     assert spec["volumes"][1]["hostPath"]["path"] == "/var/lib/prometheus/node-exporter"
+
+
+def test_runs_on_apparmor_hosts_with_only_the_sandboxs_capabilities() -> None:
+    (container,) = pod()["containers"]
+    sc = container["securityContext"]
+    # The sandbox mounts (unshare, bind, tmpfs): containerd's default profile denies mount.
+    assert sc["appArmorProfile"] == {"type": "Unconfined"}
+    # unshare+mount, chroot, reading node files; plugins run as root, nothing to switch to.
+    assert sc["capabilities"]["add"] == ["SYS_ADMIN", "SYS_CHROOT", "DAC_READ_SEARCH"]
+
+
+def test_single_arch_image_runs_only_on_its_architecture() -> None:
+    spec = pod()
+    assert spec["nodeSelector"] == {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}

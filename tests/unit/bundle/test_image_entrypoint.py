@@ -61,13 +61,14 @@ STATIC_JSON = (
 STUB_INSTALL = """#!/bin/sh
 # Stand-in for the bundle's install: record the arguments, make or remove the plugin links.
 printf '%s\\n' "$*" >>"$(dirname "$0")/install.log"
-bin=""; uninstall=0; prefix=""; names=""
+bin=""; uninstall=0; prefix=""; names=""; prune=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --bin-dir) bin=$2; shift ;;
     --prefix) prefix=$2; shift ;;
     --node-root | --node-bin-dir) shift ;;
     --uninstall) uninstall=1 ;;
+    --prune) prune=1 ;;
     --force) ;;
     --) shift; names="$*"; break ;;
     *) echo "install: error: unexpected argument $1" >&2; exit 2 ;;
@@ -83,6 +84,13 @@ for n in $names; do
         ln -sfn RUNTIME "$p"; echo "installed: $p"
     fi
 done
+if [ $prune = 1 ]; then
+    for p in "$bin/$prefix"*; do
+        [ -L "$p" ] && [ "$(readlink "$p")" = RUNTIME ] || continue
+        case " $names " in *" ${p##*/$prefix} "*) continue ;; esac
+        rm -f "$p"; echo "uninstalled: $p"
+    done
+fi
 """.replace("RUNTIME", RUNTIME)
 
 
@@ -198,7 +206,7 @@ def installed(h: Host, *names: str, prefix: str = "") -> list[str]:
 
 def expected_install_args(h: Host, *extra: str) -> str:
     return " ".join(["--bin-dir", str(h.bin), "--node-root", str(h.host / "root"),
-                     "--node-bin-dir", NODE_BIN_DIR, *extra])  # fmt: skip
+                     "--node-bin-dir", NODE_BIN_DIR, "--prune", *extra])  # fmt: skip
 
 
 # -- refusals: one line, the exit code, and nothing changed -----------------------------------
@@ -295,7 +303,8 @@ REFUSALS: dict[str, tuple[dict[str, str], Setup, int, str]] = {
     "name already in another file": (
         INSTALLING, files(eks_config__yaml=STATIC), 1,
         CONFIG_ERR + 'duplicate provider name "static-credential-provider" found in '
-        "configuration file(s); nothing was changed"),
+        'configuration file(s) (in "{conf}/credprov-plugins.yaml" and "{conf}/eks-config.yaml"); '
+        "nothing was changed"),
     "another file is already broken": (
         INSTALLING, files(other__json="{"), 1,
         CONFIG_ERR + 'error decoding config "{conf}/other.json": couldn\'t get version/kind; '
@@ -560,6 +569,28 @@ def test_config_may_name_plugins_already_in_the_bin_dir(host: Host) -> None:
     assert host.plugins() == ["credprov-ecr-credential-provider", "ecr-credential-provider"]
 
 
+def test_narrowing_plugins_removes_what_it_no_longer_lists_unless_a_config_names_it(
+    host: Host,
+) -> None:
+    first = host.run({"PLUGINS": "static-credential-provider,ecr-credential-provider"})
+    assert first.returncode == 0, first.stderr
+    # Another config file names ecr-credential-provider: narrowing would break it.
+    (host.conf / "eks.json").write_text(config("ecr-credential-provider"))
+    refused = host.run({"PLUGINS": "static-credential-provider"})
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr == (
+        "credprov-installer: error: PLUGINS no longer lists ecr-credential-provider, but "
+        f"{host.conf}/eks.json names ecr-credential-provider: removing it would break that "
+        "config; list it in PLUGINS or remove it from there first; nothing was changed\n"
+    )
+    assert host.plugins() == ["ecr-credential-provider", "static-credential-provider"]
+    (host.conf / "eks.json").unlink()
+    narrowed = host.run({"PLUGINS": "static-credential-provider"})
+    assert narrowed.returncode == 0, narrowed.stderr
+    assert f"uninstalled: {host.bin}/ecr-credential-provider" in narrowed.stdout.splitlines()
+    assert host.plugins() == ["static-credential-provider"]
+
+
 def test_config_from_a_file_in_the_image(host: Host) -> None:
     src = host.tmp / "image-config.yaml"
     src.write_text(STATIC)
@@ -607,7 +638,8 @@ VALIDATE = {
                                            "ecr-credential-provider\n", ""),
     "duplicate across files": (["D", "F/dup.yaml"], 1, "",
                                'validate-config: error: duplicate provider name '
-                               '"static-credential-provider" found in configuration file(s)\n'),
+                               '"static-credential-provider" found in configuration file(s) '
+                               '(in "D/a.yaml" and "D/dup.yaml")\n'),
     "errors name the file as it will be named": (["D", "F/bad.json"], 1, "",
                                                  'validate-config: error: error decoding config '
                                                  '"D/bad.json": couldn\'t get version/kind; json '

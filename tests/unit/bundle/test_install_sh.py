@@ -758,3 +758,62 @@ def test_a_read_only_bin_dir_says_so(small_fs: Path, bundles: tuple[Bundle, Bund
     assert (proc.returncode, proc.stdout) == (1, "")
     assert proc.stderr.startswith(f"install: error: cannot write in bin dir {small_fs}: ln: ")
     assert proc.stderr.endswith("Read-only file system\n") and proc.stderr.count("\n") == 1
+
+
+@pytest.fixture
+def current_fs(tmp_path: Path, bundles: tuple[Bundle, Bundle]) -> Iterator[Path]:
+    """A tmpfs (root only) holding v1, installed; unmounted afterwards."""
+    mnt = tmp_path / "current"
+    mnt.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs",
+                                            str(mnt)], capture_output=True).returncode:  # fmt: skip
+        pytest.skip("needs root and mount")
+    try:
+        assert run(bundles[0], "--bin-dir", str(mnt)).returncode == 0
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.mark.parametrize("read_only", [False, True], ids=["writable", "read-only"])
+@pytest.mark.parametrize("shell", SHELLS, ids=SHELL_IDS)
+def test_a_current_install_is_a_no_op_that_writes_nothing(
+    current_fs: Path, bundles: tuple[Bundle, Bundle], shell: tuple[str, ...], read_only: bool
+) -> None:
+    """An unchanged reinstall takes no lock and writes nothing: it exits 0 on a read-only
+    bin dir (a baked image) and leaves the dir's mtime alone."""
+    v1, _v2 = bundles
+    if read_only:
+        subprocess.run(["mount", "-o", "remount,ro", str(current_fs)], check=True)
+    before = (tree(current_fs), current_fs.stat().st_mtime_ns)
+    proc = run(v1, "--bin-dir", str(current_fs), shell=shell)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.splitlines() == [f"unchanged: {current_fs}/{n}" for n in NAMES]
+    assert (tree(current_fs), current_fs.stat().st_mtime_ns) == before
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=SHELL_IDS)
+def test_prune_removes_what_this_installer_wrote_and_no_longer_lists(
+    tmp_path: Path, bundles: tuple[Bundle, Bundle], shell: tuple[str, ...]
+) -> None:
+    v1, _v2 = bundles
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "other-plugin").write_text("#!/bin/sh\n")  # not ours: never touched
+    assert run(v1, "--bin-dir", str(bin_dir), shell=shell).returncode == 0
+    assert run(v1, "--bin-dir", str(bin_dir), "--prefix", "credprov-", NAMES[0]).returncode == 0
+    # Without --prune, narrowing leaves the earlier plugins (the documented default).
+    kept = run(v1, "--bin-dir", str(bin_dir), NAMES[0], shell=shell)
+    assert kept.stdout.splitlines() == [f"unchanged: {bin_dir}/{NAMES[0]}"]
+    assert all((bin_dir / n).is_symlink() for n in NAMES)
+    pruned = run(v1, "--bin-dir", str(bin_dir), "--prune", NAMES[0], shell=shell)
+    assert pruned.returncode == 0, pruned.stderr
+    assert pruned.stdout.splitlines() == [f"unchanged: {bin_dir}/{NAMES[0]}"] + [
+        f"uninstalled: {bin_dir}/{n} (not in the plugins named, --prune)" for n in sorted(NAMES[1:])
+    ]
+    assert sorted(p.name for p in bin_dir.iterdir() if not p.name.startswith(".")) == sorted(
+        [NAMES[0], f"credprov-{NAMES[0]}", "other-plugin"]  # another prefix: not this run's
+    )
+    assert answer(bin_dir / NAMES[0]) == "v1"
+    again = run(v1, "--bin-dir", str(bin_dir), "--prune", NAMES[0], shell=shell)
+    assert again.stdout.splitlines() == [f"unchanged: {bin_dir}/{NAMES[0]}"]

@@ -194,3 +194,53 @@ def test_hints_never_suggest_renaming_another_providers_plugin(tmp_path: Path) -
     assert finding.status == Status.FAIL
     assert "mirror-providr2" in finding.hint
     assert "mirror-provider," not in finding.hint and "mirror-provider?" not in finding.hint
+
+
+@pytest.mark.parametrize(
+    ("provider", "file", "offered"),
+    [
+        pytest.param("ecr-credential-provider", "acr-credential-provider", False, id="ecr/acr"),
+        pytest.param(
+            "static-credential-provider", "ecr-credential-provider", False, id="static/ecr"
+        ),
+        pytest.param("my-provider", "my-provider-old", False, id="another file"),
+        pytest.param(
+            "ecr-credential-provider",
+            "ecr-credential-provider-v1.31.0-linux-amd64",
+            True,
+            id="a download's name",
+        ),
+        pytest.param(
+            "ecr-credential-provider", "ECR_credential_provider", True, id="case and underscores"
+        ),
+        pytest.param("mirror-provider2", "mirror-providr2", True, id="a typo"),
+    ],
+)
+def test_did_you_mean_offers_only_what_a_reader_would_pick(
+    tmp_path: Path, provider: str, file: str, offered: bool
+) -> None:
+    root = nodes.kubeadm_node(tmp_path / "node")
+    config = json.loads(nodes.provider_config())
+    config["providers"].append(dict(config["providers"][2], name=provider))
+    write(root, nodes.CONFIG, json.dumps(config))
+    write(root, f"{nodes.BIN}/{file}", "#!/bin/sh\n", 0o755)
+    report = doctor(root)
+    finding = next(f for f in report.by_id("plugin.present") if f.subject == provider)
+    assert finding.status == Status.FAIL
+    assert (f"did you mean {file} " in finding.hint) == offered, finding.hint
+
+
+def test_a_duplicate_provider_across_files_names_both_files(tmp_path: Path) -> None:
+    root = nodes.kubeadm_node(tmp_path / "node")
+    config = nodes.provider_config()
+    write(root, "/etc/kubernetes/credential-providers/a.json", config)
+    write(root, "/etc/kubernetes/credential-providers/b.json", config)
+    report = run_doctor(
+        DoctorOptions(root=str(root), config="/etc/kubernetes/credential-providers")
+    )
+    (valid,) = report.by_id("provider-config.valid")
+    assert valid.status == Status.FAIL
+    assert valid.message.endswith(
+        'found in configuration file(s) (in "/etc/kubernetes/credential-providers/a.json" and '
+        '"/etc/kubernetes/credential-providers/b.json")'
+    ), valid.message

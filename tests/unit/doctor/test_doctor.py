@@ -74,7 +74,7 @@ def test_healthy_kubeadm_node_passes_every_check(node: Path, tmp_path: Path) -> 
     assert n["containerRuntimeEndpoint"]["source"].endswith("kubeadm-flags.env")
     responds = report.by_id("plugin.responds")
     assert [c.subject for c in responds] == [p[0] for p in nodes.PROVIDERS]
-    assert "sample.dkr.ecr.sample.amazonaws.com" in responds[1].message
+    assert "123456789012.dkr.ecr.us-east-1.amazonaws.com" in responds[1].message
 
 
 def test_k3s_node_from_process_config_file_and_defaults(tmp_path: Path) -> None:

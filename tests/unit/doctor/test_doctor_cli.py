@@ -154,3 +154,40 @@ def test_standalone_entry_does_not_import_the_credprov_cli(node: Path) -> None:
                           check=False)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "[]"
+
+
+# -- relative paths: the working directory's on this machine, refused inside --node-root --------
+
+
+@pytest.mark.parametrize("front", [main, credprov_main], ids=["standalone", "credprov"])
+def test_relative_paths_are_the_working_directorys(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    front: object,
+) -> None:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "config.yaml").write_text(nodes.provider_config(token_provider=False))
+    monkeypatch.chdir(tmp_path)
+    prefix = ["doctor"] if front is credprov_main else []
+    code = front(
+        [*prefix, "--config", "config.yaml", "--bin-dir", "bin", "--no-exec", "-o", "json"]
+    )  # type: ignore[operator]
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["node"]["imageCredentialProviderConfig"]["value"] == str(tmp_path / "config.yaml")
+    assert doc["node"]["imageCredentialProviderBinDir"]["value"] == str(tmp_path / "bin")
+    statuses = {c["id"]: c["status"] for c in doc["checks"]}
+    assert statuses["provider-config.valid"] == "pass" and statuses["bin-dir.exec"] != "fail"
+    assert code == 1  # the plugins are not in bin/: plugin.present fails, nothing else
+
+
+def test_relative_paths_inside_a_node_root_are_a_usage_error(
+    node: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["--node-root", str(node), "--config", "etc/kubernetes/x.yaml"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err == (
+        "credprov doctor: error: --config etc/kubernetes/x.yaml: a path inside --node-root must "
+        "be absolute (the node's own path, e.g. /etc/kubernetes/credential-providers)\n"
+    )

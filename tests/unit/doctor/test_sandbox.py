@@ -27,7 +27,7 @@ from credprov.api import internal
 from credprov.base.rootfs import NodeRoot
 from credprov.cli.main import main
 from credprov.credentialprovider.plugin.exec import ExecPlugin
-from credprov.doctor import DoctorOptions, Report, run_doctor, sandbox
+from credprov.doctor import DoctorOptions, Report, plugin_runs, render_text, run_doctor, sandbox
 from credprov.doctor.binaries import DEFAULT_PATH
 from credprov.doctor.plugin_runs import PluginDeadline, PluginRuns
 from credprov.doctor.sandbox import (
@@ -37,7 +37,6 @@ from credprov.doctor.sandbox import (
     RootPlan,
     SandboxError,
     plan_root,
-    unprivileged_exec_problem,
 )
 from tests.unit.doctor import nodes
 from tests.unit.doctor.nodes import BIN, CANARY, PROVIDERS, write
@@ -157,9 +156,9 @@ env | sort | while read -r line; do echo "env:$line"; done
 SELF_CHECK = """#!/bin/sh
 cat >/dev/null
 fail() {{ echo "not confined: $*" >&2; exit 1; }}
-[ "$(id -u)" = 65534 ] || fail "uid $(id -u)"
-[ "$(id -g)" = 65534 ] || fail "gid $(id -g)"
-[ "$(id -G)" = 65534 ] || fail "groups $(id -G)"
+[ "$(id -u)" = 0 ] || fail "uid $(id -u)"
+[ "$(id -g)" = 0 ] || fail "gid $(id -g)"
+[ "$(id -G)" = 0 ] || fail "groups $(id -G)"
 [ "$(pwd)" = / ] || fail "cwd $(pwd)"
 [ -e {host_file} ] && fail "sees the host file"
 [ -z "$DOCTOR_ENV_CANARY" ] || fail "has the doctor's environment"
@@ -181,7 +180,7 @@ def host_file(tmp_path: Path) -> Path:
 
 
 @needs_root
-def test_plugin_runs_confined_as_nobody_with_the_kubelet_environment_only(
+def test_plugin_runs_confined_as_the_kubelet_root_with_its_environment_only(
     node: Path, host_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DOCTOR_ENV_CANARY", "doctor-env-" + uuid.uuid4().hex)
@@ -216,9 +215,9 @@ def test_root_launcher_observations(
     lines = out.splitlines()
     facts = dict(line.split("=", 1) for line in lines if not line.startswith("env:"))
     assert facts == {
-        "uid": "65534",
-        "gid": "65534",
-        "groups": "65534",
+        "uid": "0",
+        "gid": "0",
+        "groups": "0",
         "cwd": "/",
         "host-file": "hidden",
         "node": "read-only",
@@ -343,44 +342,80 @@ def test_plan_root_mounts_only_on_directories_inside_the_root(
     assert (plan.cache, plan.cache_dir, plan.dev) == expected
 
 
-# -- unprivileged user ------------------------------------------------------------------------------
+# -- the kubelet's identity: root, with only the capabilities to read -----------------------------
+
+READS_ROOT_ONLY_FILE = """#!/bin/sh
+cat >/dev/null
+# A credentials file only root may read, as the kubelet's plugins usually have.
+PASSWORD=$(cat /etc/credprov/root-only) || exit 1
+{answer}"""
 
 
 @needs_root
-def test_plugin_nobody_cannot_execute_is_skipped_with_the_reason(node: Path) -> None:
-    (node / BIN.lstrip("/") / "mirror-provider").chmod(0o700)
-    report = run_doctor(DoctorOptions(root=str(node)))
-    status, message = _responds(report)["mirror-provider"]
-    assert status == "skip"
-    assert "mode 0700, owner uid 0" in message and "kubelet runs them as root" in message
-    assert not report.failed
-
-
 @pytest.mark.parametrize(
-    ("mode", "owner", "bin_mode", "script", "problem"),
+    ("file_mode", "plugin_mode"),
     [
-        pytest.param(0o755, 0, 0o755, True, None, id="world executable script"),
-        pytest.param(0o711, 0, 0o755, False, None, id="execute-only binary"),
-        pytest.param(0o711, 0, 0o755, True, "cannot read", id="execute-only script"),
-        pytest.param(0o700, 0, 0o755, False, "cannot be executed", id="root only"),
-        pytest.param(0o700, 65534, 0o755, True, None, id="owned by nobody"),
-        pytest.param(0o755, 0, 0o700, False, "cannot be searched", id="bin dir root only"),
-        pytest.param(0o755, 0, 0o755, False, "the root /", id="the root itself root only"),
+        pytest.param(0o600, 0o755, id="0600 root credentials"),
+        pytest.param(0o600, 0o700, id="0700 root plugin, 0600 credentials"),
+        pytest.param(0o400, 0o500, id="read-only for root alone"),
     ],
 )
-def test_unprivileged_exec_problem(
-    tmp_path: Path, mode: int, owner: int, bin_mode: int, script: bool, problem: str | None
+def test_root_only_files_and_plugins_pass_as_the_kubelet_runs_them(
+    node: Path, file_mode: int, plugin_mode: int
 ) -> None:
-    if owner and os.geteuid() != 0:
-        pytest.skip("chown needs root")
-    path = write(tmp_path, "/bin/p", "#!/bin/sh\n" if script else "\x7fELF", mode)
-    if owner:
-        os.chown(path, owner, -1)
-    # The root itself: chroot's "/" must be searchable too.
-    tmp_path.chmod(0o700 if problem == "the root /" else 0o755)
-    (tmp_path / "bin").chmod(bin_mode)
-    got = unprivileged_exec_problem(NodeRoot(str(tmp_path)), "/bin/p")
-    assert (got is None) if problem is None else (got is not None and problem in got), got
+    """The kubelet runs plugins as root: a plugin and credentials only root may use must
+    pass, not FAIL with 'Permission denied' (nor skip)."""
+    write(node, "/etc/credprov/root-only", f"{CANARY}-root-only\n", file_mode)
+    (node / "etc/credprov").chmod(0o700)
+    _plugin(
+        node,
+        "mirror-provider",
+        READS_ROOT_ONLY_FILE.format(answer=_answer("mirror.example.com:5000")),
+        plugin_mode,
+    )
+    report = run_doctor(DoctorOptions(root=str(node)))
+    status, message = _responds(report)["mirror-provider"]
+    assert status == "pass", message
+    assert CANARY not in render_text(report)
+
+
+ESCAPES = """#!/bin/sh
+cat >/dev/null
+mount -o remount,rw / 2>/dev/null && echo "remount=done" || echo "remount=refused"
+mount -t tmpfs none /mnt 2>/dev/null && echo "mount=done" || echo "mount=refused"
+chroot /mnt /bin/true 2>/dev/null && echo "chroot=done" || echo "chroot=refused"
+grep -E '^(Cap|NoNewPrivs)' /proc/self/status 2>/dev/null | tr -d '\t' | tr ':' '='
+"""
+
+
+@needs_root
+def test_root_inside_keeps_no_capability_that_undoes_the_confinement(node: Path) -> None:
+    nodes.install_busybox(node, "/bin", applets=("mount", "chroot", "grep", "tr", "true"))
+    (node / "mnt").mkdir(exist_ok=True)
+    (node / "proc").mkdir(exist_ok=True)
+    _plugin(node, "observer", ESCAPES)
+    plan = plan_root(NodeRoot(str(node)))
+    subprocess.run(["mount", "-t", "proc", "proc", str(node / "proc")], check=True)
+    try:
+        with RootLauncher(plan) as launcher:
+            plugin = ExecPlugin("observer", f"{BIN}/observer", V1, launcher=launcher)
+            out = plugin.run(REQUEST).stdout.decode()
+            assert launcher.failure() is None
+    finally:
+        subprocess.run(["umount", "-l", str(node / "proc")], check=False)
+    facts = dict(line.split("=", 1) for line in out.splitlines())
+    kept = f"{(1 << 1) | (1 << 3):016x}"  # CAP_DAC_OVERRIDE, CAP_FOWNER: no DAC_READ_SEARCH
+    assert facts == {
+        "remount": "refused",
+        "mount": "refused",
+        "chroot": "refused",
+        "CapInh": "0" * 16,
+        "CapPrm": kept,
+        "CapEff": kept,
+        "CapBnd": kept,
+        "CapAmb": "0" * 16,
+        "NoNewPrivs": "1",
+    }, out
 
 
 # -- (e) the overall deadline -----------------------------------------------------------------------
@@ -480,19 +515,39 @@ def test_spent_deadline_skips_before_probing() -> None:
 # -- (f) no confinement, no run ---------------------------------------------------------------------
 
 
-def test_probe_runs_once_and_its_refusal_skips_every_plugin(node: Path) -> None:
+@pytest.mark.parametrize(
+    ("euid", "reason"),
+    [
+        pytest.param(
+            1000,
+            "not run: running a plugin inside --node-root needs root for a private mount "
+            "namespace and chroot (unshare(CLONE_NEWNS): Operation not permitted); run as root "
+            "or pass --no-exec",
+            id="not root",
+        ),
+        pytest.param(
+            0,
+            "not run: running a plugin inside --node-root needs CAP_SYS_ADMIN and "
+            "CAP_SYS_CHROOT for a private mount namespace and chroot (unshare(CLONE_NEWNS): "
+            "Operation not permitted); this process is root without them (a container: add the "
+            "capabilities, or run it privileged) or pass --no-exec",
+            id="root without the capabilities",
+        ),
+    ],
+)
+def test_probe_runs_once_and_its_refusal_skips_every_plugin(
+    node: Path, monkeypatch: pytest.MonkeyPatch, euid: int, reason: str
+) -> None:
     calls: list[RootPlan] = []
 
     def refuse(plan: RootPlan) -> SandboxError:
         calls.append(plan)
         return SandboxError("unshare(CLONE_NEWNS)", errno.EPERM)
 
+    monkeypatch.setattr(plugin_runs.os, "geteuid", lambda: euid)
     runs = PluginRuns(NodeRoot(str(node)), MINUTE, MINUTE, prober=refuse)
     reasons = {runs.refusal(f"{BIN}/{name}") for name, _, _ in PROVIDERS}
-    assert reasons == {
-        "not run: running a plugin inside --node-root needs root for a private mount namespace and "
-        "chroot (unshare(CLONE_NEWNS): Operation not permitted); run as root or pass --no-exec"
-    }
+    assert reasons == {reason}
     assert len(calls) == 1
 
 

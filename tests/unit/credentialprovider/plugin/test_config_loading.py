@@ -361,7 +361,8 @@ _ERR_CASES = [
         ],
         None,
         True,
-        'duplicate provider name "duplicate" found in configuration file(s)',
+        'duplicate provider name "duplicate" found in configuration file(s) (in '
+        '"{dir}/config-000.yaml" and "{dir}/config-001.yaml")',
         id="upstream-dir-duplicate-names",
     ),
     pytest.param(
@@ -378,7 +379,7 @@ _ERR_CASES = [
         [_TWO_PROVIDERS.format(cv="v1", ev="v1").replace("name: test2", "name: test1")],
         None,
         False,
-        'duplicate provider name "test1" found in configuration file(s)',
+        'duplicate provider name "test1" found in configuration file(s) (twice in "{file}")',
         id="duplicate-names-within-one-file",
     ),
 ]
@@ -388,9 +389,10 @@ _ERR_CASES = [
 def test_read_config_upstream_errors(
     tmp_path: Path, files: list[str], names: list[str] | None, is_dir: bool, message: str
 ) -> None:
+    path = _write(tmp_path, files, names, is_dir)
     with pytest.raises(ConfigError) as info:
-        read_config(_write(tmp_path, files, names, is_dir))
-    assert message in str(info.value)
+        read_config(path)
+    assert message.format(file=path, dir=path) in str(info.value)
 
 
 _GOOD_V1 = _single("a", "registry.io", "10m")
