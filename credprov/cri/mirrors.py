@@ -61,11 +61,11 @@ CRI-O's global auth file (both used only when the kubelet sends no credential).
 from __future__ import annotations
 
 import errno
-import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from credprov.base import boundedtoml
 from credprov.base.rootfs import NodeRoot, describe_error
 from credprov.errors import UsageError
 
@@ -219,7 +219,8 @@ def _read_toml(root: NodeRoot, path: str) -> dict[str, Any]:
     """A TOML file under the root, bounded; ``FileNotFoundError`` passes through.
 
     Raises:
-        MirrorConfigError: unreadable, not a regular file, too big, not UTF-8, bad TOML.
+        MirrorConfigError: unreadable, not a regular file, too big, not UTF-8, bad TOML or
+            TOML beyond :mod:`credprov.base.boundedtoml`'s structure limits.
     """
     where = root.display(path)
     try:
@@ -229,11 +230,13 @@ def _read_toml(root: NodeRoot, path: str) -> dict[str, Any]:
     except OSError as exc:
         raise MirrorConfigError(f"{where}: {_reason(exc)}") from None
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise MirrorConfigError(f"{where}: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise MirrorConfigError(f"{where}: invalid TOML: {exc}") from None
+    try:
+        return boundedtoml.loads(text)
+    except boundedtoml.TOMLError as exc:
+        raise MirrorConfigError(f"{where}: {exc}") from None
 
 
 def _reason(exc: OSError) -> str:
