@@ -50,6 +50,7 @@ __all__ = [
     "Option",
     "add_common",
     "duration",
+    "period",
     "one_line",
     "print_json",
     "report_error",
@@ -75,6 +76,23 @@ def duration(value: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
     if ns <= 0:
         raise argparse.ArgumentTypeError("must be positive")
+    return ns
+
+
+#: The longest period a loop (``doctor --every``) takes: it sleeps and arms a timer for a
+#: period, and neither takes Go's largest duration (292 years); a year is plenty.
+MAX_PERIOD_NS = 366 * 24 * 3600 * 10**9
+
+
+def period(value: str) -> int:
+    """argparse type of a loop's period: a positive Go duration of at most
+    :data:`MAX_PERIOD_NS` (8784h), in nanoseconds."""
+    ns = duration(value)
+    if ns > MAX_PERIOD_NS:
+        raise argparse.ArgumentTypeError(
+            f"{value}: longer than {MAX_PERIOD_NS // (3600 * 10**9)}h, the longest period the "
+            "loop can sleep"
+        )
     return ns
 
 
@@ -329,10 +347,10 @@ TEXTFILE = Option(
 )
 EVERY = Option(
     "--every",
-    type=duration,
+    type=period,
     default=None,
     metavar="DURATION",
-    help="run again every DURATION, a Go duration (e.g. 10m), rewriting --textfile, until "
+    help="run again every DURATION, a Go duration (e.g. 10m, at most 8784h), rewriting --textfile, until "
     "SIGTERM (exit 0); a run still going when the next is due is stopped and counts as failed",
 )
 NPD = Option(
