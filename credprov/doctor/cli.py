@@ -25,7 +25,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from credprov import cmdoptions as opts
 from credprov.errors import EXIT_FAILURE, EXIT_OK, CredprovError, UsageError
@@ -161,19 +161,28 @@ def _report_run_error(prog: str, error: BaseException) -> None:
 
 
 def _run_npd(args: argparse.Namespace, options: DoctorOptions, prog: str) -> int:
-    """``--npd``: one bounded line on stdout, NPD's exit status (0 OK, 1 problem, 2 unknown)."""
+    """``--npd``: one bounded line on stdout, NPD's exit status (0 OK, 1 problem, 2 unknown)
+    on every path: a textfile that cannot be written is said on stderr only (it is not the
+    node's problem), and anything unexpected is unknown, never a traceback."""
     from credprov.doctor import npd, run_doctor
     from credprov.doctor.periodic import timed_run
 
-    run = timed_run(lambda: run_doctor(options))
-    if run.report is not None:
-        status, message = npd.verdict(run.report)
-    else:
-        assert run.error is not None
-        _report_run_error(prog, run.error)
-        status, message = npd.unknown(_reason(run.error))
-    if args.textfile:
-        _write_textfile(args, run)
+    try:
+        run = timed_run(lambda: run_doctor(options))
+        if run.report is not None:
+            status, message = npd.verdict(run.report)
+        else:
+            assert run.error is not None
+            _report_run_error(prog, run.error)
+            status, message = npd.unknown(_reason(run.error))
+        if args.textfile:
+            try:
+                _write_textfile(args, run)
+            except CredprovError as exc:
+                opts.report_error(prog, exc)
+    except Exception as exc:  # the one line NPD reads must be printed whatever happened
+        _report_run_error(prog, exc)
+        status, message = npd.unknown(_reason(exc))
     print(message, flush=True)
     return status
 
@@ -209,6 +218,13 @@ def run(args: argparse.Namespace, prog: str = PROG) -> int:
     try:
         _check_fleet_options(args)
     except UsageError as exc:
+        if args.npd:
+            from credprov.doctor import npd
+
+            opts.report_error(prog, exc)
+            status, message = npd.unknown(opts.one_line(str(exc)))
+            print(message, flush=True)
+            return status
         return opts.report_error(prog, exc)
     if args.every is not None:
         return _run_every(args, options, prog)
@@ -231,9 +247,25 @@ def run(args: argparse.Namespace, prog: str = PROG) -> int:
 # -- the standalone command ----------------------------------------------------------------------
 
 
-def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
-    """The standalone parser: :func:`add_arguments`, with ``-v`` defaulting to 0."""
-    p = opts.OneLineErrorParser(prog=prog, description=DESCRIPTION)
+class _Parser(opts.OneLineErrorParser):
+    """The standalone parser: with ``--npd`` on the command line, a usage error is also
+    NPD's one line on stdout (exit 2, unknown), not an empty message."""
+
+    npd = False
+
+    def error(self, message: str) -> NoReturn:
+        if self.npd:
+            from credprov.doctor import npd
+
+            print(npd.unknown(f"usage: {opts.one_line(message)}")[1], flush=True)
+        super().error(message)
+
+
+def build_parser(prog: str = PROG, argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The standalone parser: :func:`add_arguments`, with ``-v`` defaulting to 0; ``argv``
+    (the words it will parse) says whether ``--npd`` is asked for before they are parsed."""
+    p = _Parser(prog=prog, description=DESCRIPTION)
+    p.npd = "--npd" in argv
     add_arguments(p)
     p.set_defaults(verbosity=0)
     return p
@@ -243,7 +275,8 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     """``credprov doctor`` without the credprov CLI: parse ``argv`` (default
     ``sys.argv[1:]``), run, return the exit status; never a traceback."""
     opts.safe_streams()
-    args = build_parser(prog).parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(prog, words).parse_args(words)
     from credprov._go.goenv import follow_go_version
     from credprov.base.logs import setup_logging
 
