@@ -50,9 +50,10 @@ __all__ = [
     "Option",
     "add_common",
     "duration",
-    "period",
     "one_line",
+    "period",
     "print_json",
+    "print_line",
     "report_error",
     "run_command",
     "safe_streams",
@@ -386,6 +387,16 @@ def one_line(message: str) -> str:
     from credprov.base.redact import terminal_safe  # imported only when printing one
 
     return terminal_safe(str(message))
+
+
+def print_line(line: str = "") -> None:
+    """One line of a command's text output on stdout, with every character that could
+    forge or restyle a line (newline, escape sequences, C1 and bidirectional controls)
+    shown as an escape: the one rule for text from a file, a plugin or a node
+    (:func:`credprov.base.report.text`, which the doctor's report uses too)."""
+    from credprov.base.report import text  # imported only when printing
+
+    print(text(line))
 
 
 def print_json(value: Any) -> None:
