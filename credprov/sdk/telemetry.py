@@ -22,9 +22,13 @@ collector exports (docs/plugin-telemetry.md):
   and ``credprov_plugin_last_call_timestamp_seconds``;
 * the file accumulates across runs: each run takes an exclusive ``flock`` on
   ``<file>.lock`` (the kubelet runs plugins concurrently; waiting at most
-  :data:`LOCK_TIMEOUT_SECONDS`), reads the file (at most :data:`MAX_FILE_BYTES`; a file
-  this module did not write, or cannot read back, is started over), adds its observation,
-  and replaces the file atomically, mode 0644 (:func:`credprov.base.textfile.write_textfile`);
+  :data:`LOCK_TIMEOUT_SECONDS`), reads the file (at most :data:`MAX_FILE_BYTES`, in linear
+  time; a file this module did not write, or cannot read back, or holding a value that is
+  not a finite number, is started over), adds its observation and the pending ones, and
+  replaces the file atomically, mode 0644 (:func:`credprov.base.textfile.write_textfile`);
+* no count lost: a run that cannot take the lock in time leaves its observation in a
+  pending file, which the next run holding the lock adds (:func:`record`); temp files a
+  killed run left are removed by the next run holding the lock;
 * bounded: at most :data:`MAX_SERIES` (plugin, registry) pairs; the one called longest ago
   is dropped first. Labels never hold a secret, an image name or a message.
 
