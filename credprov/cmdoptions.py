@@ -116,8 +116,14 @@ class OneLineErrorParser(argparse.ArgumentParser):
     of the usage text and the error, exit status 2; subcommand parsers are of this class
     too (``add_subparsers`` makes them with ``type(self)``)."""
 
+    #: When set, a usage error also prints what it returns for the message on stdout (the
+    #: doctor's ``--npd``: node-problem-detector reads one line there, never stderr).
+    stdout_line: Callable[[str], str] | None = None
+
     def error(self, message: str) -> NoReturn:
         """Print the one line and exit 2."""
+        if self.stdout_line is not None:
+            print(self.stdout_line(one_line(message)), flush=True)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)} (see --help)\n")
 
 

@@ -25,7 +25,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from credprov import cmdoptions as opts
 from credprov.errors import EXIT_FAILURE, EXIT_OK, CredprovError, UsageError
@@ -247,25 +247,21 @@ def run(args: argparse.Namespace, prog: str = PROG) -> int:
 # -- the standalone command ----------------------------------------------------------------------
 
 
-class _Parser(opts.OneLineErrorParser):
-    """The standalone parser: with ``--npd`` on the command line, a usage error is also
-    NPD's one line on stdout (exit 2, unknown), not an empty message."""
+def npd_usage_line(message: str) -> str:
+    """NPD's stdout line for a usage error (``message``, one line): with ``--npd`` on the
+    command line, a parser prints it too (:attr:`credprov.cmdoptions.OneLineErrorParser.
+    stdout_line`), so NPD never reads an empty message."""
+    from credprov.doctor import npd
 
-    npd = False
-
-    def error(self, message: str) -> NoReturn:
-        if self.npd:
-            from credprov.doctor import npd
-
-            print(npd.unknown(f"usage: {opts.one_line(message)}")[1], flush=True)
-        super().error(message)
+    return npd.unknown(f"usage: {message}")[1]
 
 
 def build_parser(prog: str = PROG, argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The standalone parser: :func:`add_arguments`, with ``-v`` defaulting to 0; ``argv``
     (the words it will parse) says whether ``--npd`` is asked for before they are parsed."""
-    p = _Parser(prog=prog, description=DESCRIPTION)
-    p.npd = "--npd" in argv
+    p = opts.OneLineErrorParser(prog=prog, description=DESCRIPTION)
+    if "--npd" in argv:
+        p.stdout_line = npd_usage_line
     add_arguments(p)
     p.set_defaults(verbosity=0)
     return p

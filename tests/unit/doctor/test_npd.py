@@ -280,3 +280,22 @@ def test_every_path_prints_one_bounded_line(
     line = out[:-1]
     assert line.startswith(starts), line
     assert len(line.encode()) <= npd.MAX_MESSAGE and line.isascii() and line.isprintable()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--npd", "--bogus"], ["--npd", "--every", "99999999h"], ["--npd", "--textfile", "x.txt"]],
+)
+def test_usage_errors_through_credprov_doctor_print_npds_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    from credprov.cli.main import main as credprov_main
+
+    try:
+        code = credprov_main(["doctor", *argv])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr().out
+    assert code == 2
+    assert out.count("\n") == 1 and out.startswith("credprov doctor could not run: ")
+    assert len(out[:-1].encode()) <= npd.MAX_MESSAGE
