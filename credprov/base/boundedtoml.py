@@ -28,6 +28,8 @@ import re
 import tomllib
 from typing import Any
 
+from credprov.errors import FileError
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_DIGITS",
@@ -52,9 +54,10 @@ MAX_KEYS = 20_000
 MAX_TABLES = 5_000
 
 
-class TOMLError(ValueError):
+class TOMLError(FileError, ValueError):
     """Not TOML, or TOML beyond the structure limits: one line, no file name (the caller
-    adds it)."""
+    adds it). A :class:`~credprov.errors.FileError` (the files credprov reads) and a
+    ``ValueError``, as ``tomllib``'s decode error is."""
 
 
 _TOKEN = re.compile(
