@@ -12,7 +12,6 @@ the ones a killed run left go with the next run.
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -112,8 +111,7 @@ def test_a_multi_megabyte_hostile_file_is_read_in_bounded_time(prom: Path, kind:
         timeout=GUARD_SECONDS,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    note, seconds = proc.stdout.splitlines()
-    print(kind, seconds)
+    note, _seconds = proc.stdout.splitlines()
     if kind == "one line":
         assert note.startswith(f"started {prom} over (a line longer than")
         assert calls(prom) == 1
@@ -223,9 +221,7 @@ def test_an_interrupted_write_leaves_no_temp_file(
     assert sorted(p.name for p in prom.parent.iterdir()) == [prom.name + ".lock"]
 
 
-def test_read_back_is_linear_in_process_too() -> None:
-    """A sanity bound in-process (the subprocess test above is the real one)."""
+def test_a_line_beyond_the_bound_is_refused_before_it_is_parsed() -> None:
     line = 'm{a="' + "\\\\" * 200_000 + '"} 1'
-    assert resource.getrlimit(resource.RLIMIT_AS) is not None
     with pytest.raises(ValueError, match="longer than"):
         parse_samples(line)
