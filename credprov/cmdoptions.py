@@ -52,7 +52,9 @@ __all__ = [
     "duration",
     "follow_go_options",
     "one_line",
+    "period",
     "print_json",
+    "print_line",
     "report_error",
     "run_command",
     "safe_streams",
@@ -79,6 +81,23 @@ def duration(value: str) -> int:
     return ns
 
 
+#: The longest period a loop (``doctor --every``) takes: it sleeps and arms a timer for a
+#: period, and neither takes Go's largest duration (292 years); a year is plenty.
+MAX_PERIOD_NS = 366 * 24 * 3600 * 10**9
+
+
+def period(value: str) -> int:
+    """argparse type of a loop's period: a positive Go duration of at most
+    :data:`MAX_PERIOD_NS` (8784h), in nanoseconds."""
+    ns = duration(value)
+    if ns > MAX_PERIOD_NS:
+        raise argparse.ArgumentTypeError(
+            f"{value}: longer than {MAX_PERIOD_NS // (3600 * 10**9)}h, the longest period the "
+            "loop can sleep"
+        )
+    return ns
+
+
 def verbosity(value: str) -> int:
     """argparse type of ``-v``: an integer >= 0."""
     try:
@@ -98,8 +117,14 @@ class OneLineErrorParser(argparse.ArgumentParser):
     of the usage text and the error, exit status 2; subcommand parsers are of this class
     too (``add_subparsers`` makes them with ``type(self)``)."""
 
+    #: When set, a usage error also prints what it returns for the message on stdout (the
+    #: doctor's ``--npd``: node-problem-detector reads one line there, never stderr).
+    stdout_line: Callable[[str], str] | None = None
+
     def error(self, message: str) -> NoReturn:
         """Print the one line and exit 2."""
+        if self.stdout_line is not None:
+            print(self.stdout_line(one_line(message)), flush=True)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)} (see --help)\n")
 
 
@@ -356,10 +381,10 @@ TEXTFILE = Option(
 )
 EVERY = Option(
     "--every",
-    type=duration,
+    type=period,
     default=None,
     metavar="DURATION",
-    help="run again every DURATION, a Go duration (e.g. 10m), rewriting --textfile, until "
+    help="run again every DURATION, a Go duration (e.g. 10m, at most 8784h), rewriting --textfile, until "
     "SIGTERM (exit 0); a run still going when the next is due is stopped and counts as failed",
 )
 NPD = Option(
@@ -395,6 +420,16 @@ def one_line(message: str) -> str:
     from credprov.base.redact import terminal_safe  # imported only when printing one
 
     return terminal_safe(str(message))
+
+
+def print_line(line: str = "") -> None:
+    """One line of a command's text output on stdout, with every character that could
+    forge or restyle a line (newline, escape sequences, C1 and bidirectional controls)
+    shown as an escape: the one rule for text from a file, a plugin or a node
+    (:func:`credprov.base.report.text`, which the doctor's report uses too)."""
+    from credprov.base.report import text  # imported only when printing
+
+    print(text(line))
 
 
 def print_json(value: Any) -> None:

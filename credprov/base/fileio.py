@@ -210,8 +210,9 @@ def write_atomic(
     The data goes to a unique temp file next to ``path`` (``<path>.<pid>.<random><suffix>``,
     ``O_EXCL|O_NOFOLLOW``, so two writers never share one and a planted symlink is not
     followed), is fsynced, then renamed over ``path`` (which replaces a symlink there, never
-    its target); with ``durable`` the directory is fsynced too. A failed write leaves no
-    temp file behind. (The plugin SDK keeps its own copy: it imports only the stdlib.)
+    its target); with ``durable`` the directory is fsynced too. A failed or interrupted
+    write (any exception, ``KeyboardInterrupt`` included) leaves no temp file behind.
+    (The plugin SDK keeps its own copy: it imports only the stdlib.)
 
     Raises:
         AtomicWriteError: see its ``stage``.
@@ -237,13 +238,18 @@ def write_atomic(
         finally:
             os.close(fd)
         os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:
+        # Every way out (an interrupt, SIGTERM raised as an exception by the doctor's loop)
+        # removes the temp file, not only a failed write; a SIGKILL cannot be caught: the
+        # writers remove stale temp files (credprov.base.textfile.remove_stale_temps).
         # Not contextlib.suppress: plugins' telemetry writes through here on their warm path.
         try:  # noqa: SIM105
             os.unlink(tmp)
         except OSError:
             pass
-        raise AtomicWriteError("write", path, exc) from exc
+        if isinstance(exc, OSError):
+            raise AtomicWriteError("write", path, exc) from exc
+        raise
     if durable:
         try:
             sync_dir(directory)

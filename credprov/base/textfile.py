@@ -11,10 +11,13 @@ go through this module:
   lines, label names sorted, label values escaped, values as Go formats floats), without
   importing ``prometheus_client`` (~40 ms: too much for a plugin's warm path);
 * :func:`parse_samples`: the inverse of :func:`render`, for a writer that accumulates
-  across runs (the plugins' telemetry re-reads its own file);
+  across runs (the plugins' telemetry re-reads its own file): linear in the file's length
+  (a file anyone who can write the collector's directory may have planted), lines of at
+  most :data:`MAX_LINE` characters;
 * :func:`write_textfile`: a temp file in the same directory, fsynced, renamed over the
   target (:func:`credprov.base.fileio.write_atomic`), mode 0644; the temp name does not end
-  in ``.prom``, so the collector never reads it. :func:`not_replaceable` says why a target
+  in ``.prom``, so the collector never reads it, and it is removed on every way out but
+  SIGKILL; :func:`remove_stale_temps` removes what a killed writer left. :func:`not_replaceable` says why a target
   must not be replaced (a symlink, FIFO, directory...).
 
 Standard library only.
@@ -29,6 +32,7 @@ from credprov.errors import FileError
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
+    import re
     from collections.abc import Iterable, Mapping
 
 #: The name node_exporter's textfile collector reads (``--collector.textfile.directory``).
@@ -101,73 +105,96 @@ def render(families: Iterable[MetricFamily]) -> bytes:
     return "".join(out).encode("utf-8")
 
 
-def _unescape(text: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\":
-            nxt = text[i + 1 : i + 2]
-            if nxt not in ("\\", "n", '"'):
-                raise ValueError("bad escape in a label value")
-            out.append("\n" if nxt == "n" else nxt)
-            i += 2
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
+#: The longest sample line :func:`parse_samples` reads (a telemetry line is under 600 bytes).
+MAX_LINE = 16 * 1024
+
+_VALUE_RE: re.Pattern[str] | None = None
 
 
-def _labels(text: str) -> dict[str, str]:
-    """``a="x",b="y"`` (the inside of the braces) as a dict."""
+def _label_value(line: str, start: int) -> tuple[str, int]:
+    """The label value that starts at ``line[start]`` (after its opening quote), unescaped,
+    and the index just past its closing quote. Linear in the value's length, and at the
+    speed of C: a label without a backslash is one ``find``; one with backslashes is
+    matched by a regular expression (``re`` is imported then only: the plugins' warm path
+    never writes a backslash) and unescaped by ``split``/``replace``.
+    """
+    quote = line.find('"', start)
+    if quote < 0:
+        raise ValueError("unterminated label value")
+    backslash = line.find("\\", start, quote)
+    if backslash < 0:
+        return line[start:quote], quote + 1
+    global _VALUE_RE
+    if _VALUE_RE is None:
+        import re
+
+        _VALUE_RE = re.compile(r'(?:[^"\\]|\\[\s\S])*"')
+    match = _VALUE_RE.match(line, start)
+    if match is None:
+        raise ValueError("unterminated label value")
+    raw = match.group()[:-1]
+    parts = raw.split("\\\\")
+    for i, part in enumerate(parts):
+        part = part.replace("\\n", "\n").replace('\\"', '"')
+        if "\\" in part:
+            raise ValueError("bad escape in a label value")
+        parts[i] = part
+    return "\\".join(parts), match.end()
+
+
+def _labels(line: str, start: int, end: int) -> dict[str, str]:
+    """The labels written between ``line[start]`` and ``line[end]`` (the inside of the
+    braces: ``a="x",b="y"``), as a dict."""
     labels: dict[str, str] = {}
-    while text:
-        name, eq, rest = text.partition('="')
-        if not eq or not name.isidentifier() or name in labels:
+    i = start
+    while i < end:
+        eq = line.find('="', i, end)
+        name = line[i:eq] if eq >= 0 else ""
+        if not name.isidentifier() or name in labels:
             raise ValueError("bad label")
-        end = 0
-        while True:  # the closing quote: one not preceded by an odd run of backslashes
-            end = rest.find('"', end)
-            if end < 0:
-                raise ValueError("unterminated label value")
-            backslashes = len(rest[:end]) - len(rest[:end].rstrip("\\"))
-            if backslashes % 2 == 0:
-                break
-            end += 1
-        labels[name] = _unescape(rest[:end])
-        text = rest[end + 1 :]
-        if text.startswith(","):
-            text = text[1:]
-        elif text:
-            raise ValueError("bad label separator")
+        labels[name], i = _label_value(line, eq + 2)
+        if i > end:
+            raise ValueError("a sample line with unbalanced braces")
+        if i < end:
+            if line[i] != ",":
+                raise ValueError("bad label separator")
+            i += 1
     return labels
 
 
 def parse_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
     """The samples of a file :func:`render` wrote: ``(name, labels, value)`` in order;
-    comment lines (``#``) and blank lines are skipped.
+    comment lines (``#``) and blank lines are skipped. Linear in the text's length.
 
     Raises:
         ValueError: a line that :func:`render` would not have written (timestamps
-            included).
+            included), or longer than :data:`MAX_LINE`.
     """
     samples: list[tuple[str, dict[str, str], float]] = []
     for line in text.split("\n"):
+        if len(line) > MAX_LINE:
+            raise ValueError(f"a line longer than {MAX_LINE} characters")
         if not line or line.startswith("#"):
             continue
-        head, sep, value = line.rpartition(" ")
-        if not sep:
+        space = line.rfind(" ")
+        if space < 0:
             raise ValueError("a sample line without a value")
-        name, brace, inner = head.partition("{")
-        if brace:
-            if not inner.endswith("}"):
+        brace = line.find("{", 0, space)
+        if brace >= 0:
+            if line[space - 1] != "}":
                 raise ValueError("a sample line with unbalanced braces")
-            labels = _labels(inner[:-1])
+            name = line[:brace]
+            labels = _labels(line, brace + 1, space - 1)
         else:
+            name = line[:space]
             labels = {}
         if not name.replace(":", "_").isidentifier():
             raise ValueError("a bad metric name")
-        samples.append((name, labels, float(value)))
+        try:
+            value = float(line[space + 1 :])
+        except ValueError:
+            raise ValueError("a sample value that is not a number") from None
+        samples.append((name, labels, value))
     return samples
 
 
@@ -186,6 +213,53 @@ def not_replaceable(path: str) -> str | None:
     if not stat.S_ISREG(st.st_mode):
         return f"is {file_kind(st.st_mode)}, not a regular file"
     return None
+
+
+#: Directory entries :func:`remove_stale_temps` looks at, at most.
+MAX_SCAN = 4096
+_HEX = frozenset("0123456789abcdef")
+
+
+def is_temp_of(name: str, target: str) -> bool:
+    """Whether ``name`` is a temp file :func:`write_textfile` makes for ``target`` (a base
+    name): ``<target>.<pid>.<16 hex digits>.tmp``."""
+    if not name.startswith(target + ".") or not name.endswith(".tmp"):
+        return False
+    pid, dot, random = name[len(target) + 1 : -4].partition(".")
+    return bool(dot) and pid.isdigit() and len(random) == 16 and _HEX.issuperset(random)
+
+
+def remove_stale_temps(path: str, min_age: float, now: float | None = None) -> int:
+    """Remove the temp files of ``path`` that a killed writer left (SIGKILL, a kill at the
+    kubelet's exec timeout, a power loss) and that are at least ``min_age`` seconds old
+    (0: all; only when every writer of ``path`` holds a lock the caller holds too); at most
+    :data:`MAX_SCAN` directory entries are looked at. Errors are ignored.
+
+    Returns:
+        How many were removed.
+    """
+    import time
+
+    directory, target = os.path.split(os.path.abspath(path))
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        with os.scandir(directory) as entries:
+            for i, entry in enumerate(entries):
+                if i >= MAX_SCAN:
+                    break
+                if not is_temp_of(entry.name, target):
+                    continue
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                    if stat.S_ISREG(st.st_mode) and now - st.st_mtime >= min_age:
+                        os.unlink(entry.path)
+                        removed += 1
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return removed
 
 
 def write_textfile(path: str, data: bytes, *, durable: bool = True) -> None:

@@ -6,7 +6,7 @@ import argparse
 
 from credprov import cmdoptions as opts
 from credprov.cli.main import feature_gates
-from credprov.cmdoptions import print_json
+from credprov.cmdoptions import print_json, print_line
 from credprov.errors import EXIT_OK
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
@@ -76,15 +76,15 @@ def run(args: argparse.Namespace) -> int:
             ]
         print_json(doc)
         return EXIT_OK
-    print(f"image {args.image} is requested from plugins as {repo}")
+    print_line(f"image {args.image} is requested from plugins as {repo}")
     for prov in providers:
         verdict = "MATCHES" if prov["matched"] else "does not match"
-        print(f"provider {prov['name']}: {verdict}")
+        print_line(f"provider {prov['name']}: {verdict}")
         for pat in prov["matchImages"]:
             mark = "+" if pat["matched"] else "-"
-            print(f"  {mark} {pat['pattern']}: {pat['reason']}")
+            print_line(f"  {mark} {pat['pattern']}: {pat['reason']}")
     if not any(p["matched"] for p in providers):
-        print("no provider matches: the kubelet runs no plugin for this image")
+        print_line("no provider matches: the kubelet runs no plugin for this image")
     for route, verdicts in runtimes or []:
         _print_route(route, verdicts)
     return EXIT_OK
@@ -124,19 +124,21 @@ def _abs(path: str | None) -> str | None:
 def _print_route(route: Any, verdicts: list[Any]) -> None:
     """The runtime section: where the pull goes and what credentials reach each host."""
     source = f" ({route.source})" if route.source else " (no mirror configured for it)"
-    print(f"runtime {route.runtime}{source}: the runtime will contact {route.describe()}")
+    print_line(f"runtime {route.runtime}{source}: the runtime will contact {route.describe()}")
     handed = verdicts[0].handed if verdicts else ()
     if handed:
-        print(
+        print_line(
             f"  the kubelet hands the credentials it finds for {route.repository} "
             f"({', '.join(handed)}); the runtime offers them to every host it contacts"
         )
     else:
-        print(f"  the kubelet hands no credentials: nothing it knows matches {route.repository}")
+        print_line(
+            f"  the kubelet hands no credentials: nothing it knows matches {route.repository}"
+        )
     for host, why in route.skipped:
-        print(f"  - {host.host} ({host.role}): not contacted: {why}")
+        print_line(f"  - {host.host} ({host.role}): not contacted: {why}")
     for note in route.notes:
-        print(f"  note: {note}")
+        print_line(f"  note: {note}")
     for verdict in verdicts:
         mark = "+" if verdict.ok else "!"
-        print(f"  {mark} {verdict.contact.host.host}: {verdict.message}")
+        print_line(f"  {mark} {verdict.contact.host.host}: {verdict.message}")

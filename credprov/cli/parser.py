@@ -138,4 +138,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     sub.required = True
     for module in modules:
         module.add_parser(sub)
+    if argv is not None and _command_of(argv) == "doctor" and "--npd" in argv:
+        from credprov.doctor.cli import npd_usage_line
+
+        for p in (parser, sub.choices["doctor"]):
+            p.stdout_line = npd_usage_line
     return parser

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from credprov import cmdoptions as opts
 from credprov.cli.main import CLIError
+from credprov.cmdoptions import print_line
 from credprov.errors import EXIT_FAILURE, EXIT_OK
 from credprov.kubelet.node import record_credential_kinds
 
@@ -96,13 +97,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_text(scenario, results, records)
         where = " (a temporary directory, removed afterwards)" if args.root_dir is None else ""
-        print(f"records were written under {root}{where}")
+        print_line(f"records were written under {root}{where}")
     if failed:
         import sys
 
         for r in failed:
             print(
-                f"credprov: step {r['step']}: expected {r['expect']}, got {r['decision']}",
+                opts.one_line(
+                    f"credprov: step {r['step']}: expected {r['expect']}, got {r['decision']}"
+                ),
                 file=sys.stderr,
             )
         return EXIT_FAILURE
@@ -131,25 +134,25 @@ def _print_routes(routes: list[dict[str, Any]]) -> None:
         hosts = " then ".join(
             f"{c['host']} ({c['role']}; {', '.join(c['purposes'])})" for c in route["contacts"]
         )
-        print(f"    runtime {route['runtime']} contacts: {hosts or 'no host (refused)'}")
+        print_line(f"    runtime {route['runtime']} contacts: {hosts or 'no host (refused)'}")
 
 
 def _print_text(
     scenario: Scenario, results: list[dict[str, Any]], records: list[dict[str, Any]]
 ) -> None:
     gate = f"policy {scenario.policy}" if scenario.feature_gate else "feature gate off"
-    print(f"scenario {scenario.path} ({gate})")
+    print_line(f"scenario {scenario.path} ({gate})")
     for r in results:
         if r.get("name"):
-            print(f"[{r['step']}] {r['name']}")
+            print_line(f"[{r['step']}] {r['name']}")
             indent = "    "
         else:
             indent = f"[{r['step']}] "
         if r["action"] != "pod":
-            print(f"{indent}{r['action']}: {r['detail']}")
+            print_line(f"{indent}{r['action']}: {r['detail']}")
             continue
         what = f"image volume {r['imageVolume']}:" if r.get("imageVolume") else "image"
-        print(f"{indent}pod {r['pod']} {what} {r['image']} ({r['imagePullPolicy']})")
+        print_line(f"{indent}pod {r['pod']} {what} {r['image']} ({r['imagePullPolicy']})")
         outcome = {
             "pulled": "pulled",
             "present": "used the image already present",
@@ -160,21 +163,21 @@ def _print_text(
         check = ""
         if "ok" in r:
             check = "  [as expected]" if r["ok"] else f"  [EXPECTED {r['expect']}]"
-        print(f"    decision: {outcome}{check}")
+        print_line(f"    decision: {outcome}{check}")
         for e in r["events"]:
-            print(f"    event: {e['type']} {e['reason']}: {e['message']}")
+            print_line(f"    event: {e['type']} {e['reason']}: {e['message']}")
         if r["decision"] == "error" and not r["events"]:
-            print(f"    message: {r['message']}")
+            print_line(f"    message: {r['message']}")
         for a in r["attempts"]:
             status = "ok" if a["error"] is None else "denied"
-            print(f"    tried: {a['credential']} -> {status}")
+            print_line(f"    tried: {a['credential']} -> {status}")
         _print_routes(r.get("runtimeRoutes", []))
         if r["recorded"] is not None:
             creds = json.dumps(r["recorded"]["credentials"], separators=(",", ":"))
-            print(f"    recorded: {r['recorded']['imageRef']} {creds}")
+            print_line(f"    recorded: {r['recorded']['imageRef']} {creds}")
         labels = " ".join(f"{k}={v}" for k, v in r["metricLabels"].items())
-        print(f"    metric: {labels}")
+        print_line(f"    metric: {labels}")
     if scenario.feature_gate:
-        print(f"records at the end: {len(records)}")
+        print_line(f"records at the end: {len(records)}")
         for rec in records:
-            print(f"  {rec['imageRef']}: {record_credential_kinds(rec, ', ')}")
+            print_line(f"  {rec['imageRef']}: {record_credential_kinds(rec, ', ')}")

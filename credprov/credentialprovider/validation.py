@@ -270,6 +270,30 @@ def is_qualified_name(value: str) -> list[str]:
     return errs
 
 
+_DNS1123_LABEL_ERR = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character"
+)
+_DNS1123_LABEL_MAX_LENGTH = 63
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    """apimachinery ``IsDNS1123Label`` (a namespace's name, ``NameIsDNSLabel``): the
+    reasons ``value`` is not one; an empty list means valid."""
+    errs: list[str] = []
+    if _byte_len(value) > _DNS1123_LABEL_MAX_LENGTH:
+        errs.append(_max_len_error(_DNS1123_LABEL_MAX_LENGTH))
+    if not _is_dns1123_label(value):
+        errs.append(_regex_error(_DNS1123_LABEL_ERR, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def is_dns1123_subdomain(value: str) -> list[str]:
+    """apimachinery ``IsDNS1123Subdomain`` (most objects' names, ``NameIsDNSSubdomain``: a
+    service account's): the reasons ``value`` is not one; an empty list means valid."""
+    return _is_dns1123_subdomain(value)
+
+
 def _is_dns1123_subdomain(value: str) -> list[str]:
     errs: list[str] = []
     if _byte_len(value) > _DNS1123_SUBDOMAIN_MAX_LENGTH:

@@ -61,11 +61,11 @@ CRI-O's global auth file (both used only when the kubelet sends no credential).
 from __future__ import annotations
 
 import errno
-import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from credprov.base import boundedtoml
 from credprov.base.rootfs import NodeRoot, describe_error
 from credprov.errors import UsageError
 
@@ -219,7 +219,8 @@ def _read_toml(root: NodeRoot, path: str) -> dict[str, Any]:
     """A TOML file under the root, bounded; ``FileNotFoundError`` passes through.
 
     Raises:
-        MirrorConfigError: unreadable, not a regular file, too big, not UTF-8, bad TOML.
+        MirrorConfigError: unreadable, not a regular file, too big, not UTF-8, bad TOML or
+            TOML beyond :mod:`credprov.base.boundedtoml`'s structure limits.
     """
     where = root.display(path)
     try:
@@ -229,11 +230,13 @@ def _read_toml(root: NodeRoot, path: str) -> dict[str, Any]:
     except OSError as exc:
         raise MirrorConfigError(f"{where}: {_reason(exc)}") from None
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise MirrorConfigError(f"{where}: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise MirrorConfigError(f"{where}: invalid TOML: {exc}") from None
+    try:
+        return boundedtoml.loads(text)
+    except boundedtoml.TOMLError as exc:
+        raise MirrorConfigError(f"{where}: {exc}") from None
 
 
 def _reason(exc: OSError) -> str:
@@ -303,15 +306,23 @@ def containerd_config_path(root: NodeRoot, config: str = CONTAINERD_CONFIG) -> s
 
 def _url_parts(raw: str, where: str) -> tuple[str, str, str]:
     """(scheme, host[:port], path) of a ``server`` or ``[host."..."]`` URL; no scheme means
-    https, as containerd reads it."""
+    https, as containerd reads it; the URL must pass Go's ``url.Parse``, as containerd
+    parses it (``parseHostConfig``: a space or a control character in the host, a bad
+    port or escape make containerd refuse the file)."""
+    from credprov._go.url import GoURLError
+    from credprov._go.url import parse as go_parse
+
     url = raw if "://" in raw else "https://" + raw
-    scheme, _, rest = url.partition("://")
-    host, slash, path = rest.partition("/")
+    scheme = url.partition("://")[0]
     if scheme not in ("http", "https"):
         raise MirrorConfigError(f"{where}: {raw!r}: unsupported scheme {scheme!r}")
-    if not host:
+    try:
+        parsed = go_parse(url)
+    except GoURLError as exc:
+        raise MirrorConfigError(f"{where}: containerd cannot parse it: {exc}") from None
+    if not parsed.host:
         raise MirrorConfigError(f"{where}: {raw!r}: no host")
-    return scheme, host, (slash + path).rstrip("/")
+    return scheme, parsed.host, parsed.path.rstrip("/")
 
 
 def _capabilities(value: Any, where: str) -> tuple[str, ...]:
@@ -627,8 +638,25 @@ def _entries(root: NodeRoot, path: str) -> list[tuple[str, bool]]:
         raise MirrorConfigError(f"{root.display(path)}: {_reason(exc)}") from None
 
 
+def _location(value: str, where: str, what: str) -> str:
+    """A CRI-O ``location`` (containers/image's ``parseLocation``: no URL scheme, trailing
+    ``/`` dropped) whose host is a registry host by the reference grammar (one that is not
+    can never be pulled from: containers/image builds a reference of it)."""
+    from credprov.base.hostname import is_domain_and_port
+
+    location = value.rstrip("/")
+    if location.startswith(("http://", "https://")):
+        raise MirrorConfigError(f"{where}: {what} {value!r}: URI schemes are not supported")
+    host = location.split("/", 1)[0]
+    if location and not (host.startswith("*.") or is_domain_and_port(host)):
+        raise MirrorConfigError(f"{where}: {what} {value!r}: {host!r} is not a registry host")
+    return location
+
+
 def _registry_entry(table: Mapping[str, Any], where: str) -> _Registry:
-    location = str(_want(table.get("location", ""), str, where, "location"))
+    location = _location(
+        str(_want(table.get("location", ""), str, where, "location")), where, "location"
+    )
     prefix = str(_want(table.get("prefix", ""), str, where, "prefix")) or location
     if not prefix:
         raise MirrorConfigError(f"{where}: neither prefix nor location is set")
@@ -641,7 +669,11 @@ def _registry_entry(table: Mapping[str, Any], where: str) -> _Registry:
     mirrors = []
     for i, raw in enumerate(_want(table.get("mirror", []), list, where, "mirror")[:MAX_ENTRIES]):
         m = _want(raw, dict, where, f"mirror[{i}]")
-        mloc = str(_want(m.get("location", ""), str, where, f"mirror[{i}].location"))
+        mloc = _location(
+            str(_want(m.get("location", ""), str, where, f"mirror[{i}].location")),
+            where,
+            f"mirror[{i}].location",
+        )
         if not mloc:
             raise MirrorConfigError(f"{where}: mirror[{i}]: location is required")
         mode = str(

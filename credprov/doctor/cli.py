@@ -177,19 +177,28 @@ def _report_run_error(prog: str, error: BaseException) -> None:
 
 
 def _run_npd(args: argparse.Namespace, options: DoctorOptions, prog: str) -> int:
-    """``--npd``: one bounded line on stdout, NPD's exit status (0 OK, 1 problem, 2 unknown)."""
+    """``--npd``: one bounded line on stdout, NPD's exit status (0 OK, 1 problem, 2 unknown)
+    on every path: a textfile that cannot be written is said on stderr only (it is not the
+    node's problem), and anything unexpected is unknown, never a traceback."""
     from credprov.doctor import npd, run_doctor
     from credprov.doctor.periodic import timed_run
 
-    run = timed_run(lambda: run_doctor(options))
-    if run.report is not None:
-        status, message = npd.verdict(run.report)
-    else:
-        assert run.error is not None
-        _report_run_error(prog, run.error)
-        status, message = npd.unknown(_reason(run.error))
-    if args.textfile:
-        _write_textfile(args, run)
+    try:
+        run = timed_run(lambda: run_doctor(options))
+        if run.report is not None:
+            status, message = npd.verdict(run.report)
+        else:
+            assert run.error is not None
+            _report_run_error(prog, run.error)
+            status, message = npd.unknown(_reason(run.error))
+        if args.textfile:
+            try:
+                _write_textfile(args, run)
+            except CredprovError as exc:
+                opts.report_error(prog, exc)
+    except Exception as exc:  # the one line NPD reads must be printed whatever happened
+        _report_run_error(prog, exc)
+        status, message = npd.unknown(_reason(exc))
     print(message, flush=True)
     return status
 
@@ -225,6 +234,13 @@ def run(args: argparse.Namespace, prog: str = PROG) -> int:
     try:
         _check_fleet_options(args)
     except UsageError as exc:
+        if args.npd:
+            from credprov.doctor import npd
+
+            opts.report_error(prog, exc)
+            status, message = npd.unknown(opts.one_line(str(exc)))
+            print(message, flush=True)
+            return status
         return opts.report_error(prog, exc)
     if args.every is not None:
         return _run_every(args, options, prog)
@@ -247,9 +263,21 @@ def run(args: argparse.Namespace, prog: str = PROG) -> int:
 # -- the standalone command ----------------------------------------------------------------------
 
 
-def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
-    """The standalone parser: :func:`add_arguments`, with ``-v`` defaulting to 0."""
+def npd_usage_line(message: str) -> str:
+    """NPD's stdout line for a usage error (``message``, one line): with ``--npd`` on the
+    command line, a parser prints it too (:attr:`credprov.cmdoptions.OneLineErrorParser.
+    stdout_line`), so NPD never reads an empty message."""
+    from credprov.doctor import npd
+
+    return npd.unknown(f"usage: {message}")[1]
+
+
+def build_parser(prog: str = PROG, argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The standalone parser: :func:`add_arguments`, with ``-v`` defaulting to 0; ``argv``
+    (the words it will parse) says whether ``--npd`` is asked for before they are parsed."""
     p = opts.OneLineErrorParser(prog=prog, description=DESCRIPTION)
+    if "--npd" in argv:
+        p.stdout_line = npd_usage_line
     add_arguments(p)
     p.set_defaults(verbosity=0)
     return p
@@ -259,7 +287,8 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     """``credprov doctor`` without the credprov CLI: parse ``argv`` (default
     ``sys.argv[1:]``), run, return the exit status; never a traceback."""
     opts.safe_streams()
-    args = build_parser(prog).parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(prog, words).parse_args(words)
     from credprov.base.logs import setup_logging
 
     setup_logging(args.verbosity)

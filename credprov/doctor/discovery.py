@@ -23,7 +23,10 @@ writes ``/etc/eks/kubelet/environment`` for the same unit), ``k3s``, ``rke2``, `
 
 Hostile roots are bounded: at most :data:`MAX_DROP_INS` unit and KubeletConfiguration
 drop-ins and :data:`MAX_ENV_FILES` distinct ``EnvironmentFile=`` files are read (each once,
-however often it is named), at most :data:`MAX_PROCESSES` ``/proc`` entries are looked at.
+however often it is named), at most :data:`MAX_PROCESSES` ``/proc`` entries are looked at,
+each process directory once (however many ``/proc/<pid>`` links resolve to it), a process's
+whole command line only when its name is a kubelet's, and at most
+:data:`MAX_KUBELET_CANDIDATES` kubelet processes.
 
 Every value is a :class:`Value` with its source, so the report can say "bin dir
 /usr/libexec/... from $KUBELET_EXTRA_ARGS in /etc/default/kubelet". Problems met on the way
@@ -56,6 +59,7 @@ __all__ = [
     "KUBELET_CONFIG_DIR",
     "MAX_DROP_INS",
     "MAX_ENV_FILES",
+    "MAX_KUBELET_CANDIDATES",
     "MAX_PROCESSES",
     "NODE_NAME",
     "POLICY",
@@ -126,6 +130,8 @@ MAX_DROP_INS = 256
 MAX_ENV_FILES = 64
 #: ``/proc`` entries looked at when searching for a running kubelet.
 MAX_PROCESSES = 20_000
+#: Kubelet processes read at most (the lowest pid is used; a node runs one).
+MAX_KUBELET_CANDIDATES = 8
 
 _SMALL = 64 * 1024
 
@@ -283,9 +289,28 @@ def _find_process(root: NodeRoot, setup: KubeletSetup) -> dict[str, tuple[str, s
     pids = [e for e in root.listdir("/proc") if e.isdigit()]
     if len(pids) > MAX_PROCESSES:
         setup.notes.append(f"/proc has {len(pids)} processes; looked at the first {MAX_PROCESSES}")
+    seen: set[tuple[int, int]] = set()
     for entry in pids[:MAX_PROCESSES]:
+        if len(found) >= MAX_KUBELET_CANDIDATES:
+            setup.notes.append(
+                f"more than {MAX_KUBELET_CANDIDATES} kubelet processes; looked no further"
+            )
+            break
+        # A hostile root's /proc/<pid> may link many pids to one directory: read each
+        # process once (a real /proc has one directory per process).
+        st = root.stat(f"/proc/{entry}")
+        if st is None or (st.st_dev, st.st_ino) in seen:
+            continue
+        seen.add((st.st_dev, st.st_ino))
         try:
             comm = root.read(f"/proc/{entry}/comm", 256).decode("utf-8", "replace").strip()
+            if _PROCESS_NAMES.get(comm) is None:
+                # Not the kubelet by its name: only the start of argv[0] is needed, and
+                # comm is cut at 15 characters ("kubelet" fits; argv[0] may be a path).
+                head = root.read(f"/proc/{entry}/cmdline", 4096, head=True)
+                first = head.split(b"\0", 1)[0].decode("utf-8", "replace")
+                if _PROCESS_NAMES.get(os.path.basename(first)) is None:
+                    continue
             raw = root.read(f"/proc/{entry}/cmdline", _SMALL)
         except OSError:
             continue  # gone, or not ours to read

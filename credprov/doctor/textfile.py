@@ -16,7 +16,9 @@ collector, and it may read a file while it is being written. So the file is:
   failed or did not finish, and then no check series, so nothing stale is left behind);
 * written by :func:`write_textfile`: a temp file in the same directory, fsynced, renamed
   over the target, mode 0644 (:func:`credprov.base.textfile.write_textfile`); the temp name
-  does not end in ``.prom``, so the collector never reads it. The target must end in
+  does not end in ``.prom``, so the collector never reads it; it is removed however the
+  write ends (SIGTERM during the write included), and one older than
+  :data:`STALE_TEMP_SECONDS` (a SIGKILL) is removed by the next write. The target must end in
   ``.prom`` and must not be a symlink, FIFO or anything but a regular file.
 
 The exposition (HELP/TYPE lines, label escaping) is :mod:`credprov.base.textfile`'s, which
@@ -45,6 +47,9 @@ __all__ = [
     "write_textfile",
 ]
 
+#: A temp file of the textfile this old was left by a killed writer (a write takes
+#: milliseconds; two doctors, the DaemonSet's and NPD's, may write one file at once).
+STALE_TEMP_SECONDS = 60.0
 #: Longest subject label value, in characters (paths and image names can be long).
 MAX_SUBJECT = 128
 _HASH_CHARS = 12
@@ -156,6 +161,7 @@ def write_textfile(path: str, data: bytes) -> None:
     """
     from credprov.base import textfile
 
+    textfile.remove_stale_temps(path, STALE_TEMP_SECONDS)
     try:
         textfile.write_textfile(path, data)
     except OSError as exc:

@@ -306,10 +306,21 @@ def _check_accounts(provider: Any, accounts: Sequence[ServiceAccountRef]) -> lis
     required = attrs.required_service_account_annotation_keys
     keys = set(required) | set(attrs.optional_service_account_annotation_keys)
     warnings = []
+    from credprov.credentialprovider.validation import is_dns1123_label, is_dns1123_subdomain
+
     for sa in accounts:
-        for part in (sa.namespace, sa.name):
-            if not part or "/" in part or "%" in part or part in (".", ".."):
-                raise WiringError(f"service account {sa.ref!r}: not a valid namespace/name")
+        # As the API server validates them (NameIsDNSLabel, ValidateServiceAccountName):
+        # refused here, not by kubectl apply after the ClusterRole went in.
+        for field_path, value, check in (
+            ("metadata.namespace", sa.namespace, is_dns1123_label),
+            ("metadata.name", sa.name, is_dns1123_subdomain),
+        ):
+            errs = check(value)
+            if errs:
+                shown = sa.ref if len(sa.ref) <= 80 else sa.ref[:77] + "..."
+                raise WiringError(
+                    f"service account {shown!r}: {field_path}: Invalid value: {'; '.join(errs)}"
+                )
         for key in sa.annotations:
             if key not in keys:
                 raise WiringError(
@@ -401,11 +412,21 @@ _COMMENTS = {
 }
 
 
+#: Characters a plain or single-quoted scalar cannot carry as they are: line breaks (YAML
+#: 1.1's NEL, LS and PS too: go-yaml reads U+0085 as a break and folds it to a space),
+#: other C0 and C1 controls, DEL, the BOM, surrogates. A string holding one is written
+#: double-quoted, where PyYAML writes each as an escape (``\N``, ``\L``, ``\x01``) that
+#: go-yaml reads back as the character.
+_NEEDS_ESCAPES = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff]")
+
+
 def _dumper() -> Any:
     """PyYAML's safe dumper, quoting every string go-yaml would not read back as that
     string: PyYAML resolves plain scalars by YAML 1.1 rules of its own, go-yaml (the
     kubelet's and kubectl's reader) by others (``0o17`` and ``1e3`` are numbers to it), and
-    an annotation value read as a number is an object the API server refuses."""
+    an annotation value read as a number is an object the API server refuses. Strings with
+    a line break or a control (:data:`_NEEDS_ESCAPES`) are written double-quoted, escaped.
+    ``tests/differential/test_wiring_yaml_diff.py`` reads the output back with go-yaml."""
     import yaml
 
     from credprov._go.json import YAMLError, load_yaml_all
@@ -414,11 +435,14 @@ def _dumper() -> Any:
         pass
 
     def represent_str(dumper: Any, value: str) -> Any:
-        try:
-            plain_ok = load_yaml_all(value) == [value]
-        except YAMLError:
-            plain_ok = False
-        style = None if plain_ok else "'"
+        if _NEEDS_ESCAPES.search(value):
+            style: str | None = '"'
+        else:
+            try:
+                plain_ok = load_yaml_all(value) == [value]
+            except YAMLError:
+                plain_ok = False
+            style = None if plain_ok else "'"
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
     Dumper.add_representer(str, represent_str)
@@ -457,14 +481,17 @@ def _plain(value: Any) -> Any:
 
 
 def file_name(obj: Mapping[str, Any]) -> str:
-    """The file an object is written to with ``--out``: ``<kind>-[<namespace>-]<name>.yaml``,
-    lower case, characters other than ``[a-z0-9._-]`` replaced by ``_``."""
+    """The file an object is written to with ``--out``: ``<kind>-<name>.yaml``, or
+    ``<kind>-<namespace>.<name>.yaml`` for a namespaced object; lower case, characters
+    other than ``[a-z0-9._-]`` replaced by ``_``. A namespace is a DNS-1123 label (no
+    ``.``), so two service accounts never share a file (``a-b/c`` and ``a/b-c`` did with a
+    ``-``); :func:`write_manifests` refuses two objects that would all the same."""
     meta = obj.get("metadata") or {}
     kind = str(obj.get("kind", "")).lower()
     if kind == "credentialproviderconfig":
         name = str(obj["providers"][0]["name"])
     else:
-        name = "-".join(p for p in (meta.get("namespace"), meta.get("name")) if p)
+        name = ".".join(str(p) for p in (meta.get("namespace"), meta.get("name")) if p)
     return re.sub(r"[^a-z0-9._-]", "_", f"{kind}-{name}".lower()) + ".yaml"
 
 
@@ -683,7 +710,8 @@ def write_manifests(manifests: Iterable[Mapping[str, Any]], directory: str) -> l
         The paths written, in order.
 
     Raises:
-        WiringError: ``directory`` exists and is not a directory.
+        WiringError: ``directory`` exists and is not a directory, or two objects map to
+            one file (nothing is written then).
         credprov.base.fileio.AtomicWriteError: a file could not be written.
     """
     import os
@@ -692,10 +720,15 @@ def write_manifests(manifests: Iterable[Mapping[str, Any]], directory: str) -> l
 
     if os.path.lexists(directory) and not os.path.isdir(directory):
         raise WiringError(f"--out {directory}: not a directory")
+    objects = list(manifests)
+    names = [file_name(obj) for obj in objects]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise WiringError(f"--out {directory}: two objects would be written to {name}")
     os.makedirs(directory, exist_ok=True)
     paths = []
-    for obj in manifests:
-        path = os.path.join(directory, file_name(obj))
+    for obj, name in zip(objects, names, strict=True):
+        path = os.path.join(directory, name)
         write_atomic(path, render_yaml([obj]).encode("utf-8"))
         paths.append(path)
     return paths

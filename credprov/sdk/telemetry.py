@@ -22,9 +22,13 @@ collector exports (docs/plugin-telemetry.md):
   and ``credprov_plugin_last_call_timestamp_seconds``;
 * the file accumulates across runs: each run takes an exclusive ``flock`` on
   ``<file>.lock`` (the kubelet runs plugins concurrently; waiting at most
-  :data:`LOCK_TIMEOUT_SECONDS`), reads the file (at most :data:`MAX_FILE_BYTES`; a file
-  this module did not write, or cannot read back, is started over), adds its observation,
-  and replaces the file atomically, mode 0644 (:func:`credprov.base.textfile.write_textfile`);
+  :data:`LOCK_TIMEOUT_SECONDS`), reads the file (at most :data:`MAX_FILE_BYTES`, in linear
+  time; a file this module did not write, or cannot read back, or holding a value that is
+  not a finite number, is started over), adds its observation and the pending ones, and
+  replaces the file atomically, mode 0644 (:func:`credprov.base.textfile.write_textfile`);
+* no count lost: a run that cannot take the lock in time leaves its observation in a
+  pending file, which the next run holding the lock adds (:func:`record`); temp files a
+  killed run left are removed by the next run holding the lock;
 * bounded: at most :data:`MAX_SERIES` (plugin, registry) pairs; the one called longest ago
   is dropped first. Labels never hold a secret, an image name or a message.
 
@@ -36,7 +40,8 @@ from __future__ import annotations
 
 import os
 
-from credprov.base.textfile import MetricFamily, go_float, parse_samples, render
+from credprov.base.hostname import is_domain_and_port
+from credprov.base.textfile import MAX_SCAN, MetricFamily, go_float, parse_samples, render
 from credprov.errors import PluginSDKError
 
 TYPE_CHECKING = False  # typing costs start-up time; mypy reads this name as typing's
@@ -47,6 +52,7 @@ __all__ = [
     "BUCKETS",
     "LOCK_TIMEOUT_SECONDS",
     "MAX_FILE_BYTES",
+    "MAX_PENDING",
     "MAX_SERIES",
     "REASONS",
     "Observation",
@@ -61,8 +67,16 @@ __all__ = [
 MAX_SERIES = 256
 #: A larger file is not read back (it is started over).
 MAX_FILE_BYTES = 4 * 1024 * 1024
-#: How long a run waits for another plugin process holding the file's lock.
+#: How long a run waits for another plugin process holding the file's lock; then it leaves
+#: its observation in a pending file (see :func:`record`).
 LOCK_TIMEOUT_SECONDS = 1.0
+#: Pending observations waiting for a run that holds the lock, at most (beyond, a run that
+#: cannot take the lock is not counted, and says so at ``-v 1``).
+MAX_PENDING = 1024
+#: The name that ends a pending observation (not ``.prom``: the collector skips it).
+PENDING_SUFFIX = ".pending"
+_MAX_PENDING_BYTES = 4096
+_STALE_PENDING_SECONDS = 60.0
 #: The latency histogram's upper bounds, in seconds (``+Inf`` is implied).
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 #: Why a run failed: bad arguments (exit 2), a request it refused, the provider's refusal
@@ -75,9 +89,9 @@ RESULTS = ("ok", "error")
 HEADER = "# credprov plugin telemetry, format 1 (rewritten by each plugin run; do not edit)\n"
 
 _P = "credprov_plugin_"
-_HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]")
 _MAX_HOST = 255
 _LE = [go_float(b) for b in BUCKETS] + ["+Inf"]
+_INF = float("inf")
 
 
 class TelemetryError(PluginSDKError):
@@ -88,8 +102,9 @@ def registry_host(image: str) -> str:
     """The registry host of ``image`` for the ``registry`` label, as Docker's reference
     parser splits it (``splitDockerDomain``): the first path component when it has a ``.``
     or ``:``, is ``localhost`` or has upper case, else ``docker.io``; never the repository,
-    tag or digest. ``invalid`` when that component is not a host[:port]; empty for an
-    empty image."""
+    tag or digest. ``invalid`` when that component is not ``host[:port]`` by the reference
+    grammar (:func:`credprov.base.hostname.is_domain_and_port`: ``:::``, ``a b``); empty
+    for an empty image."""
     if not image:
         return ""
     first, slash, _ = image.partition("/")
@@ -97,7 +112,7 @@ def registry_host(image: str) -> str:
         "." not in first and ":" not in first and first != "localhost" and first == first.lower()
     ):
         return "docker.io"
-    if len(first) > _MAX_HOST or not _HOST_CHARS.issuperset(first):
+    if len(first) > _MAX_HOST or not is_domain_and_port(first):
         return "invalid"
     return first
 
@@ -158,8 +173,14 @@ class _Series:
         self.last = 0.0
 
 
+def _finite(value: float) -> float:
+    if value != value or value in (_INF, -_INF):
+        raise ValueError("a value that is not finite")
+    return value
+
+
 def _count(value: float) -> int:
-    if value < 0 or value != int(value):
+    if _finite(value) < 0 or value != int(value):
         raise ValueError("a counter that is not a whole number")
     return int(value)
 
@@ -201,15 +222,15 @@ class Telemetry:
         elif extra:
             raise ValueError("a foreign label")
         elif name == "duration_seconds_sum":
-            s.sum = value
+            s.sum = _finite(value)
         elif name == "duration_seconds_count":
             s.count = _count(value)
         elif name == "cache_hits_total":
             s.cache_hits = _count(value)
         elif name == "credentials_expiry_timestamp_seconds":
-            s.expiry = value
+            s.expiry = _finite(value)
         elif name == "last_call_timestamp_seconds":
-            s.last = value
+            s.last = _finite(value)
         else:
             raise ValueError("a foreign metric")
 
@@ -279,11 +300,16 @@ class Telemetry:
         yield from (calls, errors, latency, hits, expiry, last)
 
 
+class _Busy(TelemetryError):
+    """The lock stayed held for :data:`LOCK_TIMEOUT_SECONDS`."""
+
+
 def _lock(path: str) -> int:
     """An fd holding an exclusive ``flock`` on ``<path>.lock``.
 
     Raises:
-        TelemetryError: the lock file cannot be opened, or stays locked too long.
+        _Busy: another process held the lock for :data:`LOCK_TIMEOUT_SECONDS`.
+        TelemetryError: the lock file cannot be opened or locked.
     """
     import fcntl
     import time
@@ -301,7 +327,7 @@ def _lock(path: str) -> int:
         except BlockingIOError:
             if time.monotonic() > deadline:
                 os.close(fd)
-                raise TelemetryError(f"{path}.lock is held by another process") from None
+                raise _Busy(f"{path}.lock is held by another process") from None
             time.sleep(0.002)
         except OSError as exc:
             os.close(fd)
@@ -320,16 +346,139 @@ def _load(path: str) -> tuple[Telemetry, str]:
         return Telemetry(), f"started {path} over ({exc.strerror or exc})"
     try:
         return Telemetry.loads(data.decode("utf-8")), ""
-    except (ValueError, KeyError) as exc:  # UnicodeDecodeError too
+    except (ValueError, KeyError, OverflowError) as exc:  # UnicodeDecodeError too
         return Telemetry(), f"started {path} over ({exc})"
 
 
+# -- pending observations: a run that could not take the lock in time ---------------------------
+
+
+def _pending_name(target: str, name: str) -> bool:
+    """Whether ``name`` is a pending observation of ``target`` (a base name):
+    ``<target>.<pid>.<16 hex digits>.pending``."""
+    from credprov.base.textfile import is_temp_of
+
+    stem = name[: -len(PENDING_SUFFIX)]
+    return name.endswith(PENDING_SUFFIX) and is_temp_of(stem + ".tmp", target)
+
+
+def _scan(path: str) -> tuple[list[str], list[str]]:
+    """The pending observations of ``path`` (at most :data:`MAX_PENDING`), and the temp
+    files a killed run left: ``path``'s own (only lock holders write it, and the caller
+    holds the lock) and pending files' older than :data:`_STALE_PENDING_SECONDS`."""
+    import time
+
+    from credprov.base.textfile import is_temp_of
+
+    directory, target = os.path.split(os.path.abspath(path))
+    pending: list[str] = []
+    stale: list[str] = []
+    now = time.time()
+    try:
+        with os.scandir(directory) as entries:
+            for i, entry in enumerate(entries):
+                name = entry.name
+                if i >= MAX_SCAN:
+                    break
+                if not name.startswith(target + "."):
+                    continue
+                if _pending_name(target, name):
+                    if len(pending) < MAX_PENDING:
+                        pending.append(entry.path)
+                elif is_temp_of(name, target):
+                    stale.append(entry.path)
+                elif name.endswith(".tmp"):
+                    owner = name[:-4].rsplit(".", 2)[0]
+                    if _pending_name(target, owner) and is_temp_of(name, owner):
+                        try:
+                            age = now - entry.stat(follow_symlinks=False).st_mtime
+                        except OSError:
+                            continue
+                        if age >= _STALE_PENDING_SECONDS:
+                            stale.append(entry.path)
+    except OSError:
+        pass
+    return pending, stale
+
+
+def _unlink(files: list[str]) -> None:
+    for file in files:
+        try:  # noqa: SIM105 (contextlib costs start-up)
+            os.unlink(file)
+        except OSError:
+            pass
+
+
+def _leave_pending(path: str, obs: Observation) -> None:
+    """Write ``obs`` to its own pending file for the next run that takes the lock.
+
+    Raises:
+        TelemetryError: :data:`MAX_PENDING` are waiting already, or the write failed.
+    """
+    import json
+
+    from credprov.base.fileio import write_atomic
+
+    if len(_scan(path)[0]) >= MAX_PENDING:
+        raise TelemetryError(
+            f"{path}.lock is held by another process and {MAX_PENDING} runs are pending: "
+            "this run is not counted"
+        )
+    fields = {name: getattr(obs, name) for name in Observation.__slots__}
+    pending = f"{path}.{os.getpid()}.{os.urandom(8).hex()}{PENDING_SUFFIX}"
+    try:
+        write_atomic(pending, json.dumps(fields).encode(), mode=0o644, durable=False)
+    except OSError as exc:
+        raise TelemetryError(f"cannot write {pending}: {exc.strerror or exc}") from None
+
+
+def _read_pending(file: str) -> Observation | None:
+    """The observation a pending file holds; None for one that does not hold one."""
+    import json
+
+    from credprov.base.fileio import read_bounded
+
+    try:
+        fields = json.loads(read_bounded(file, _MAX_PENDING_BYTES, follow_symlinks=False))
+        if not isinstance(fields, dict) or set(fields) != set(Observation.__slots__):
+            return None
+        plugin, registry = fields["plugin"], fields["registry"]
+        expiry = fields["expiry"]
+        if not (isinstance(plugin, str) and isinstance(registry, str)):
+            return None
+        if not isinstance(fields["cache_hit"], bool):
+            return None
+        numbers = [fields["seconds"], fields["now"]] + ([] if expiry is None else [expiry])
+        if not all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in numbers):
+            return None
+        for n in numbers:
+            _finite(float(n))
+        return Observation(
+            plugin,
+            registry,
+            reason=fields["reason"],
+            seconds=float(fields["seconds"]),
+            cache_hit=fields["cache_hit"],
+            expiry=None if expiry is None else float(expiry),
+            now=float(fields["now"]),
+        )
+    except (OSError, ValueError, TypeError, OverflowError):
+        return None
+
+
 def record(path: str, obs: Observation) -> str:
-    """Add ``obs`` to the metrics file ``path`` (locked, read back, replaced atomically).
+    """Add ``obs`` to the metrics file ``path`` (locked, read back, replaced atomically),
+    with the observations of the runs that could not take the lock in time.
+
+    A run that waits :data:`LOCK_TIMEOUT_SECONDS` for the lock in vain leaves its
+    observation in a pending file next to ``path`` (``<file>.<pid>.<random>.pending``,
+    written atomically) and returns: the next run that holds the lock adds it and removes
+    the file, so no count is lost (it shows in ``path`` one run later). While holding the
+    lock, a run also removes the temp files of ``path`` that a killed run left.
 
     Returns:
-        A note when the previous file could not be read back and was started over, else
-        an empty string.
+        A note when the previous file could not be read back and was started over, or
+        the run is pending, else an empty string.
 
     Raises:
         TelemetryError: the path is not a ``.prom`` file in an existing directory, or the
@@ -340,14 +489,25 @@ def record(path: str, obs: Observation) -> str:
     name = os.path.basename(path)
     if not name.endswith(SUFFIX) or name == SUFFIX:
         raise TelemetryError(f"{path}: the name must end in {SUFFIX}")
-    fd = _lock(path)
+    try:
+        fd = _lock(path)
+    except _Busy:
+        _leave_pending(path, obs)
+        return f"{path}.lock is held by another process: counted by the next run"
     try:
         telemetry, note = _load(path)
+        pending, stale = _scan(path)
+        for file in pending:
+            observed = _read_pending(file)
+            if observed is not None:
+                telemetry.observe(observed)
         telemetry.observe(obs)
+        _unlink(stale)
         try:
             write_textfile(path, telemetry.dumps(), durable=False)
         except OSError as exc:
             raise TelemetryError(f"cannot write {path}: {exc.strerror or exc}") from None
+        _unlink(pending)  # after the write: a crash before it loses no count
     finally:
         os.close(fd)  # releases the lock
     return note

@@ -178,7 +178,8 @@ class Oracle:
         )  # fmt: skip
         if proc.returncode != 0:
             raise AssertionError(f"oracle {self.binary.name} failed: {proc.stderr[-2000:]}")
-        answers = [json.loads(line) for line in proc.stdout.splitlines()]
+        # "\n" only: splitlines() would also split at a U+0085 or U+2028 Go wrote raw.
+        answers = [json.loads(line) for line in proc.stdout.split("\n") if line]
         assert len(answers) == len(lines), "oracle answered a different number of requests"
         return answers
 

@@ -165,3 +165,24 @@ def test_readme_mirror_example(capsys: pytest.CaptureFixture[str]) -> None:
         == 2
     )
     assert out.count("! mirror.example.com: gets the credentials for registry.example.com") == 2
+
+
+@pytest.mark.parametrize(
+    ("hosts_toml", "says"),
+    [
+        ("x = " + "[" * 50_000 + "]" * 50_000 + "\n", "nested more than 32 deep"),
+        ("x = " + "7" * 5_000 + "\n", "a number of more than 64 digits"),
+        ("x" + ".a" * 20_000 + " = 1\n", "a key of more than 32 parts"),
+    ],
+)
+def test_hostile_hosts_toml_is_exit_2_not_70(
+    capsys: pytest.CaptureFixture[str], setup: tuple[Path, Path], hosts_toml: str, says: str
+) -> None:
+    """Issue 32, "Why" 1: RecursionError/ValueError from tomllib were exit 70."""
+    config, certs = setup
+    (certs / "docker.io" / "hosts.toml").write_text(hosts_toml)
+    code, _, err = run(
+        capsys, "explain", "nginx", "--config", str(config), "--containerd-config-path", str(certs)
+    )
+    assert code == 2
+    assert says in err and "hosts.toml" in err and err.strip().count("\n") == 0

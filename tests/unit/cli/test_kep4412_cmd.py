@@ -104,7 +104,7 @@ def test_out_writes_one_file_per_object(capsys: pytest.CaptureFixture[str], tmp_
             "credentialproviderconfig-example-credential-provider.yaml",
             "clusterrole-kep4412-example-credential-provider.yaml",
             "clusterrolebinding-kep4412-example-credential-provider.yaml",
-            "serviceaccount-team-a-builder.yaml",
+            "serviceaccount-team-a.builder.yaml",
         )
     )
     code, out, _ = run(capsys, EXAMPLE, "--out", str(out_dir), "-o", "json")

@@ -3,6 +3,7 @@ examples, drop-in order, hostile files, and the credential verdicts."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -432,3 +433,62 @@ def test_judge_credentials(
     assert mirror.contact.host.host == "mirror.internal"
     assert (mirror.ok, says in mirror.message) == (ok, True), mirror.message
     assert registry.ok
+
+
+# -- hosts validated as the runtime validates them (issue 32, item 7) -------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "error"),
+    [
+        ("https://mirror.example.com", None),
+        ("mirror.example.com:5000/path", None),
+        ("http://[::1]:5000", None),
+        ("https://a b.example", 'invalid character " " in host name'),
+        ("https://a\x01.example", "invalid control character in URL"),
+        ("https://mirror\n.example/PASS", "invalid control character in URL"),
+        ("https://a.example:port", 'invalid port ":port" after host'),
+        ("https://%zz.example", 'invalid URL escape "%zz"'),
+        ("https://a\x7f.example", "invalid control character in URL"),
+        ("ftp://a.example", "unsupported scheme 'ftp'"),
+    ],
+)
+def test_hosts_are_parsed_as_containerd_parses_them(
+    tmp_path: Path, url: str, error: str | None
+) -> None:
+    """Before: every one of these PASSed; containerd's url.Parse refuses them."""
+    quoted = json.dumps(url, ensure_ascii=False).replace("\x7f", "\\u007f")  # TOML too
+    for text in (f"server = {quoted}\n", f"[host.{quoted}]\n"):
+        runtime = hosts(tmp_path, {"docker.io": text})
+        if error is None:
+            assert runtime.route("nginx").contacts
+            continue
+        with pytest.raises(MirrorConfigError) as exc:
+            runtime.route("nginx")
+        assert error in str(exc.value) and "hosts.toml" in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("location", "error"),
+    [
+        ("mirror.example.com/hub", None),
+        ("[::1]:5000", None),
+        ("a b.example/hub", "'a b.example' is not a registry host"),
+        ("a\\u001b[31m.example", "is not a registry host"),
+        (":::/hub", "is not a registry host"),
+        ("https://mirror.example.com", "URI schemes are not supported"),
+    ],
+)
+def test_crio_locations_are_registry_hosts(
+    tmp_path: Path, location: str, error: str | None
+) -> None:
+    for text in (
+        f'[[registry]]\nprefix = "docker.io"\nlocation = "{location}"\n',
+        f'[[registry]]\nlocation = "docker.io"\n[[registry.mirror]]\nlocation = "{location}"\n',
+    ):
+        plant(tmp_path, CONF, text)
+        if error is None:
+            RegistriesConf.load(NodeRoot(str(tmp_path)), CONF)
+            continue
+        with pytest.raises(MirrorConfigError, match=error.replace("[", r"\[")):
+            RegistriesConf.load(NodeRoot(str(tmp_path)), CONF)

@@ -29,6 +29,8 @@ HOST_CANARY = "host-only-canary-7f3a"
 GUARD_SECONDS = 60
 #: Address space cap of the doctor process (a 1 GB alias expansion must not fit).
 MEMORY_CAP = 768 << 20
+#: The DaemonSet's memory limit, for the rows of issue 32 (``/proc`` discovery).
+DAEMONSET_CAP = 256 << 20
 
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 K3S_CONFIG_FILE = "/etc/rancher/k3s/config.yaml"
@@ -101,6 +103,31 @@ def _many_proc_entries(root: Path, host: Path) -> None:
         (root / f"proc/{pid}/cmdline").write_bytes(b"sleep\0infinity\0")
 
 
+def _stand_in_kubelet(root: Path) -> None:
+    """/proc/1 is a kubelet with a 60 KB command line."""
+    write(root, "/proc/1/comm", "kubelet\n")
+    argv = [b"/usr/bin/kubelet", b"--config=/var/lib/kubelet/config.yaml"]
+    argv += [b"--node-labels=" + b"a" * 60_000]
+    (root / "proc/1/cmdline").write_bytes(b"\0".join(argv) + b"\0")
+
+
+def _proc_links_to_one_kubelet(root: Path, host: Path) -> None:
+    """1,500 /proc/<pid> links resolving to one stand-in kubelet (800 MB before: each was
+    read and parsed again)."""
+    _stand_in_kubelet(root)
+    for pid in range(1000, 2500):
+        (root / f"proc/{pid}").symlink_to("/proc/1")
+
+
+def _many_kubelets(root: Path, host: Path) -> None:
+    """200 distinct kubelet processes: at most MAX_KUBELET_CANDIDATES are read."""
+    _stand_in_kubelet(root)
+    data = (root / "proc/1/cmdline").read_bytes()
+    for pid in range(1000, 1200):
+        write(root, f"/proc/{pid}/comm", "kubelet\n")
+        (root / f"proc/{pid}/cmdline").write_bytes(data)
+
+
 def _config_dir_with_host_links(root: Path, host: Path) -> None:
     """The provider config is a directory whose entries link out of the root."""
     (root / CONFIG.lstrip("/")).unlink()
@@ -138,6 +165,8 @@ ROWS: dict[str, Callable[[Path, Path], None]] = {
     "EnvironmentFile= named 3,400 times": _env_file_repeated,
     "1,000 drop-ins": _many_drop_ins,
     "1,500 /proc entries": _many_proc_entries,
+    "1,500 /proc links to one kubelet": _proc_links_to_one_kubelet,
+    "200 kubelet processes": _many_kubelets,
 }
 
 
@@ -190,3 +219,26 @@ def test_hostile_root_is_bounded(row: str, output: str, tmp_path: Path) -> None:
     if output == "json":
         doc = json.loads(proc.stdout)  # whole, not cut short
         assert doc["summary"]["fail"] + doc["summary"]["pass"] > 0
+
+
+@pytest.mark.parametrize("row", ["1,500 /proc links to one kubelet", "200 kubelet processes"])
+def test_proc_discovery_fits_the_daemonsets_memory(row: str, tmp_path: Path) -> None:
+    """Issue 32, item 4: each resolved process is read once, kubelet candidates are capped."""
+    root = nodes.kubeadm_node(tmp_path / "node")
+    ROWS[row](root, tmp_path / "host")
+
+    def cap() -> None:  # pragma: no cover - runs in the child
+        resource.setrlimit(resource.RLIMIT_AS, (DAEMONSET_CAP, DAEMONSET_CAP))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "credprov", "doctor", "--no-exec", "--node-root", str(root),
+         "-o", "json"],
+        capture_output=True, text=True, timeout=GUARD_SECONDS, preexec_fn=cap,
+    )  # fmt: skip
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    notes = " ".join(doc["node"].get("notes", []))
+    if row.startswith("200"):
+        assert "more than 8 kubelet processes" in notes
+    else:
+        assert "more than one kubelet process" not in notes

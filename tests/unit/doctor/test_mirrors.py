@@ -145,3 +145,19 @@ def test_broken_hosts_toml_fails(node: Path) -> None:
     [(status, subject, message)] = mirrors(doctor(node, images=[nodes.APP_IMAGE]))
     assert (status, subject) == ("fail", "containerd")
     assert "invalid TOML" in message
+
+
+@pytest.mark.parametrize(
+    "hosts_toml",
+    ["x = " + "[" * 50_000 + "]" * 50_000 + "\n", "x = " + "7" * 5_000 + "\n"],
+    ids=["deep", "digits"],
+)
+def test_hostile_hosts_toml_fails_the_check_not_the_doctor(node: Path, hosts_toml: str) -> None:
+    """Issue 32, "Why" 1: the doctor had no report at all; now one FAIL naming the file and
+    every other check still reported."""
+    plant_containerd(node, "docker.io", hosts_toml)
+    report = doctor(node)
+    [(status, subject, message)] = mirrors(report)
+    assert (status, subject) == ("fail", "containerd")
+    assert "/etc/containerd/certs.d/docker.io/hosts.toml" in message and "\n" not in message
+    assert len({f.id for f in report.checks}) > 5

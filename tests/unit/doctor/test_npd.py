@@ -238,3 +238,83 @@ def parse_cpu(value: str) -> float:
 def parse_mib(value: str) -> int:
     units = {"Mi": 1, "Gi": 1024}
     return int(value[:-2]) * units[value[-2:]]
+
+
+# -- NPD's protocol on every path (issue 32, item 5) ----------------------------------------
+
+
+def _enospc(fd: int) -> None:
+    raise OSError(28, "No space left on device")
+
+
+@pytest.mark.parametrize(
+    ("row", "extra", "status", "starts"),
+    [
+        ("healthy", [], 0, "credprov doctor: no check failed"),
+        ("textfile cannot be written", ["--textfile", "{dir}/d.prom", "enospc"], 0,
+         "credprov doctor: no check failed"),
+        ("textfile not .prom", ["--textfile", "{dir}/d.txt"], 2,
+         "credprov doctor could not run: --textfile "),
+        ("textfile is a directory", ["--textfile", "{dir}"], 2,
+         "credprov doctor could not run: --textfile "),
+        ("with --every", ["--every", "1m", "--textfile", "{dir}/d.prom"], 2,
+         "credprov doctor could not run: --npd runs once per call"),
+        ("unknown option", ["--bogus"], 2,
+         "credprov doctor could not run: usage: unrecognized arguments: --bogus"),
+        ("bad duration", ["--plugin-timeout", "\x1b[31mforever\u202e"], 2,
+         "credprov doctor could not run: usage: argument --plugin-timeout"),
+        ("missing root", ["--node-root", "{dir}/missing\n\u0085PASS"], 2,
+         "credprov doctor could not run: --node-root "),
+    ],
+)  # fmt: skip
+def test_every_path_prints_one_bounded_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    row: str,
+    extra: list[str],
+    status: int,
+    starts: str,
+) -> None:
+    """Before: a textfile that could not be written was exit 1 with nothing on stdout (NPD
+    set the problem condition with no message on a healthy node), usage errors printed
+    nothing on stdout."""
+    from credprov.base import fileio
+    from credprov.doctor.cli import main
+
+    node = nodes.kubeadm_node(tmp_path / "node")
+    argv = ["--npd", "--node-root", str(node), "--no-exec"]
+    for word in extra:
+        if word == "enospc":
+            monkeypatch.setattr(fileio.os, "fsync", _enospc)
+        else:
+            argv.append(word.format(dir=tmp_path))
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr().out
+    assert code == status, out
+    assert out.endswith("\n") and out.count("\n") == 1, out
+    line = out[:-1]
+    assert line.startswith(starts), line
+    assert len(line.encode()) <= npd.MAX_MESSAGE and line.isascii() and line.isprintable()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--npd", "--bogus"], ["--npd", "--every", "99999999h"], ["--npd", "--textfile", "x.txt"]],
+)
+def test_usage_errors_through_credprov_doctor_print_npds_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    from credprov.cli.main import main as credprov_main
+
+    try:
+        code = credprov_main(["doctor", *argv])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr().out
+    assert code == 2
+    assert out.count("\n") == 1 and out.startswith("credprov doctor could not run: ")
+    assert len(out[:-1].encode()) <= npd.MAX_MESSAGE

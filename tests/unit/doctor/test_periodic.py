@@ -171,3 +171,53 @@ def test_sigterm_ends_a_real_periodic_doctor_with_exit_0(tmp_path: Path) -> None
             proc.wait()
     assert (proc.returncode, err) == (0, "")
     assert parse(prom.read_text())["credprov_doctor_up"] == [({}, 1.0)]
+
+
+@pytest.mark.parametrize(
+    ("every", "accepted"),
+    [
+        ("1s", True),
+        ("10m", True),
+        ("8784h", True),
+        ("8784h0m1s", False),
+        ("2562047h47m16.854775807s", False),  # Go's largest duration: exit 70 before
+        ("2562047h", False),
+        ("0s", False),
+        ("-1m", False),
+    ],
+)
+def test_periods_the_loop_cannot_sleep_are_a_usage_error(every: str, accepted: bool) -> None:
+    from credprov.doctor.cli import build_parser
+
+    if accepted:
+        assert build_parser().parse_args(["--every", every]).every > 0
+        return
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["--every", every])
+    assert exc.value.code == 2
+
+
+def test_sigterm_during_the_textfile_write_leaves_no_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the atomic writer removed its temp file on OSError only; SIGTERM (raised as
+    Terminated by the loop) left ``<file>.prom.<pid>.<hex>.tmp`` for good."""
+    from credprov.base import fileio
+
+    node = nodes.kubeadm_node(tmp_path / "node")
+    out = tmp_path / "collector"
+    out.mkdir()
+    prom = out / "credprov_doctor.prom"
+    stale = out / "credprov_doctor.prom.4242.0123456789abcdef.tmp"  # a SIGKILL's leftover
+    stale.write_text("partial")
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+
+    def fsync(fd: int) -> None:
+        raise Terminated
+
+    monkeypatch.setattr(fileio.os, "fsync", fsync)
+    code = main(["--node-root", str(node), "--no-exec", "--every", "10m", "--textfile",
+                 str(prom)])  # fmt: skip
+    assert code == 0
+    assert sorted(p.name for p in out.iterdir()) == []

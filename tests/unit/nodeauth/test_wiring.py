@@ -171,7 +171,25 @@ BAD_BUILDS = [
      "service account team-a/builder: annotation other.example.com/x is neither a required "
      "nor an optional annotation key of the provider"),
     ("service account name with a slash", spec(w.ServiceAccountRef("team-a", "a/b")),
-     "service account 'team-a/a/b': not a valid namespace/name"),
+     "service account 'team-a/a/b': metadata.name: Invalid value: a lowercase RFC 1123 "
+     "subdomain must consist of"),
+    # Issue 32, "Why" 10: accepted before, then refused by the API server half-way through
+    # kubectl apply.
+    ("upper-case name", spec(w.ServiceAccountRef("team-a", "Builder")),
+     "service account 'team-a/Builder': metadata.name: Invalid value: a lowercase RFC 1123"),
+    ("name with a space", spec(w.ServiceAccountRef("team-a", "a b")),
+     "metadata.name: Invalid value: a lowercase RFC 1123 subdomain"),
+    ("name of 4,096 characters", spec(w.ServiceAccountRef("team-a", "a" * 4096)),
+     "metadata.name: Invalid value: must be no more than 253 bytes"),
+    ("upper-case namespace", spec(w.ServiceAccountRef("Team-A", "builder")),
+     "service account 'Team-A/builder': metadata.namespace: Invalid value: a lowercase RFC "
+     "1123 label"),
+    ("namespace with a dot", spec(w.ServiceAccountRef("team.a", "builder")),
+     "metadata.namespace: Invalid value: a lowercase RFC 1123 label"),
+    ("namespace of 64 characters", spec(w.ServiceAccountRef("a" * 64, "builder")),
+     "metadata.namespace: Invalid value: must be no more than 63 bytes"),
+    ("name with U+0085", spec(w.ServiceAccountRef("team-a", "a\u0085b")),
+     "metadata.name: Invalid value: a lowercase RFC 1123 subdomain"),
 ]  # fmt: skip
 
 
@@ -448,7 +466,7 @@ def test_write_manifests_one_file_per_object(tmp_path: Path) -> None:
         "credentialproviderconfig-example-credential-provider.yaml",
         "clusterrole-kep4412-example-credential-provider.yaml",
         "clusterrolebinding-kep4412-example-credential-provider.yaml",
-        "serviceaccount-team-a-builder.yaml",
+        "serviceaccount-team-a.builder.yaml",
     ]
     for path, obj in zip(paths, wiring.manifests, strict=True):
         assert load_yaml_all(Path(path).read_text()) == [obj]
@@ -491,3 +509,27 @@ def test_prove_builds_the_graph_once_for_all_nodes(monkeypatch: pytest.MonkeyPat
     proof = w.prove(w.build(spec()), store, pod_images=images)
     assert [p.status for p in proof.pods] == ["allowed"] * 3
     assert len(built) == 1
+
+
+def test_service_accounts_never_share_a_file(tmp_path: Path) -> None:
+    """Issue 32, "Why" 10: ``a-b/c`` and ``a/b-c`` were both ``serviceaccount-a-b-c.yaml``:
+    one overwrote the other, and both were reported written."""
+    built = w.build(
+        spec(
+            w.ServiceAccountRef("a-b", "c", {ROLE_KEY: "1"}),
+            w.ServiceAccountRef("a", "b-c", {ROLE_KEY: "2"}),
+        )
+    )
+    paths = w.write_manifests(built.manifests, str(tmp_path))
+    assert len(set(paths)) == len(paths) == len(built.manifests)
+    names = {Path(p).name for p in paths}
+    assert {"serviceaccount-a-b.c.yaml", "serviceaccount-a.b-c.yaml"} <= names
+
+
+def test_two_objects_for_one_file_are_refused(tmp_path: Path) -> None:
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"namespace": "a", "name": "b"}}
+    with pytest.raises(
+        w.WiringError, match=r"two objects would be written to serviceaccount-a\.b\.yaml"
+    ):
+        w.write_manifests([sa, dict(sa)], str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
