@@ -297,7 +297,9 @@ def test_every_path_prints_one_bounded_line(
     assert code == status, out
     assert out.endswith("\n") and out.count("\n") == 1, out
     line = out[:-1]
-    assert line.startswith(starts), line
+    # A long line is shortened in the middle (its cause, at the end, is kept).
+    head, cut, _tail = line.partition("...")
+    assert line.startswith(starts) or (cut and starts.startswith(head)), line
     assert len(line.encode()) <= npd.MAX_MESSAGE and line.isascii() and line.isprintable()
 
 
