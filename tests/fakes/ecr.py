@@ -79,6 +79,9 @@ class FakeAws:
         self.seen: list[Seen] = []
         self._scripts: list[_Scripted] = []
         self._lock = threading.Lock()
+        # moto's backends are not made for concurrent requests (the doctor and the matrix
+        # run plugins in parallel): one request at a time reaches them.
+        self._moto_lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
     @property
@@ -140,7 +143,8 @@ class FakeAws:
             return scripted.status, {"Content-Type": scripted.content_type}, scripted.body
         host = _HOSTS.get(service, f"{service}.{{region}}.amazonaws.com").format(region=region)
         request = AWSPreparedRequest(method, f"https://{host}{path}", headers, body, False)
-        answer = botocore_stubber.process_request(request)
+        with self._moto_lock:
+            answer = botocore_stubber.process_request(request)
         if answer is None:
             return 404, {"Content-Type": "text/plain"}, b"no such service"
         status, out_headers, out_body = answer
