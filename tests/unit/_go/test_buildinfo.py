@@ -138,11 +138,12 @@ def _system_elf_files() -> list[str]:
     import sys
     import sysconfig
 
-    from credprov.bundle._elf import dynamic_info
+    from credprov.base.elf import parse
 
     python = os.path.realpath(sys.executable)
     with open(python, "rb") as fh:
-        loader = dynamic_info(fh.read()).interpreter
+        info = parse(fh.read())
+    loader = info.interpreter if info is not None else None
     candidates = [
         python,
         loader or "",
