@@ -38,7 +38,7 @@ def check_kubelet_go(ctx: Context) -> list[Finding]:
     """One finding: PASS with the binary's Go and the ``GODEBUG`` settings that change what
     it accepts (and credprov then follows it); WARN when the binary cannot be read or is
     not a Go binary credprov can place, or contradicts the operator's choice; SKIP when the
-    kubelet's binary is not known."""
+    kubelet's binary is not known or not in the root."""
     chosen = ctx.options.go_choice
     path = _binary_path(ctx)
     if path is None:
@@ -53,7 +53,18 @@ def check_kubelet_go(ctx: Context) -> list[Finding]:
     try:
         info = _read(ctx, path)
     except FileNotFoundError:
-        return [_cannot(path, "no such file", chosen)]
+        # Nothing to judge, and nothing wrong with credentials: a SKIP, never a WARN that
+        # every node without that file (a root laid out for a check) would raise.
+        return [
+            Finding(
+                CHECK_ID,
+                Status.SKIP,
+                "",
+                f"the kubelet's binary {path} is not in the node's root; credprov follows "
+                f"Go {current_go()}" + (f" ({chosen})" if chosen else " (the default)"),
+                "" if chosen else "give --kubelet-binary, --kubelet-version or --go-version",
+            )
+        ]
     except OSError as exc:
         return [_cannot(path, describe_error(exc), chosen)]
     except BuildInfoError as exc:

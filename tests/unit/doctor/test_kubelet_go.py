@@ -52,7 +52,7 @@ CASES = [
      "(the default)", Status.PASS, "1.25.5"),
     ("no kubelet binary in the root",
      lambda r: (r / "usr/bin/kubelet").unlink(), {},
-     Status.WARN, "cannot read the kubelet's Go build from /usr/bin/kubelet (no such file)",
+     Status.SKIP, "the kubelet's binary /usr/bin/kubelet is not in the node's root",
      Status.PASS, "1.25.5"),
     ("a FIFO where the kubelet should be",
      lambda r: ((r / "usr/bin/kubelet").unlink(), __import__("os").mkfifo(r / "usr/bin/kubelet")),
