@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from credprov.bundle.cross import apt_mirror, cache_entry
+from credprov.bundle.cross import apt_mirror, cache_dir, cache_entry
 from tests.e2e.registry import require_tools
 
 SUITE = "bookworm"
@@ -47,11 +47,6 @@ def require_root_tools() -> None:
     require_tools("debootstrap", "chroot")
     if os.geteuid() != 0:
         _fail_or_skip("the node-root tests need root (debootstrap, chroot)")
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "credprov"
 
 
 def root_name(suite: str = SUITE, arch: str | None = None, include: Sequence[str] = ()) -> str:
