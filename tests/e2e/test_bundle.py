@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -210,6 +212,41 @@ def emulated(root: Path) -> bool:
     import platform
 
     return chroot(root, ["uname", "-m"]).stdout.decode().strip() != platform.machine()
+
+
+def signal_masks(argv: list[str], env: dict[str, str] | None = None) -> tuple[int, int]:
+    """The ignored and caught signal masks of ``argv`` while it waits for its request."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env)  # fmt: skip
+    try:
+        masks: dict[str, int] = {}
+        for _ in range(200):  # until the interpreter has started (it then blocks on stdin)
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            masks = {k: int(v, 16) for k, _, v in (ln.partition(":\t") for ln in
+                     status.splitlines()) if k in ("SigIgn", "SigCgt")}  # fmt: skip
+            if masks["SigCgt"]:
+                break
+            time.sleep(0.05)
+        return masks["SigIgn"], masks["SigCgt"]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def bit(sig: signal.Signals) -> int:
+    return 1 << (sig - 1)
+
+
+def test_plugins_keep_cpythons_signal_dispositions(installed: Path) -> None:
+    """A frozen plugin ignores SIGPIPE as CPython does: a write to a socket its peer closed
+    is a ``BrokenPipeError`` the SDKs retry, not a plugin killed by the signal (seen once as
+    ``signal: broken pipe`` from the ECR plugin against a fake endpoint)."""
+    bundled = signal_masks(["chroot", str(installed), f"{BIN_DIR}/ecr-credential-provider"],
+                           env=plugin_env())  # fmt: skip
+    assert bundled[0] & bit(signal.SIGPIPE) and bundled[0] & bit(signal.SIGXFSZ)
+    assert bundled[1] & bit(signal.SIGINT)
+    venv = signal_masks([sys.executable, "-I", "-c", "import sys; sys.stdin.read()"])
+    assert bundled[0] & venv[0] == venv[0]
 
 
 def test_ecr_plugin_in_the_root_against_moto(installed: Path, tmp_path: Path) -> None:
