@@ -91,10 +91,6 @@ EXCLUDES = (
     "pydoc_data",
 )
 
-#: Packages that read their own files by path (botocore's service models, certifi's CA file
-#: for the SDKs' fallback) stay out of ``library.zip``.
-ZIP_EXCLUDE = ("botocore", "certifi")
-
 #: botocore service models the ECR plugin calls (private and public ECR, STS for KEP-4412
 #: roles, SSO for profiles that use it); every other service's models are removed.
 BOTOCORE_SERVICES = ("ecr", "ecr-public", "sts", "sso", "sso-oidc")
@@ -143,7 +139,7 @@ def _package_root(package: str) -> str:
 
 def _entry_text(plugins: Sequence[str]) -> str:
     table = {n: PLUGINS[n] for n in plugins}
-    return f"import sys\nfrom credprov.bundle._multicall import main\nsys.exit(main({table!r}))\n"
+    return f"from credprov.bundle._multicall import leave, main\nleave(main({table!r}))\n"
 
 
 def _prune_botocore(internal: Path) -> None:
@@ -188,7 +184,6 @@ def _freeze(plugins: Sequence[str], workdir: Path, arch: str) -> tuple[Path, Int
         packages=packages,
         includes=includes,
         excludes=_excludes(plugins),
-        zip_exclude=ZIP_EXCLUDE,
     )
     _prune_botocore(runtime / "lib")
     return runtime, found
