@@ -36,6 +36,12 @@ TOOLS = {
 
 RUNTIME_NAME = "credprov-plugins"
 
+#: The runtime's file; ``runtime/credprov-plugins`` is a symlink to it. freeze-core's
+#: ``__startup__`` (frozen into the executable) imports :mod:`string`, and with it ``re``,
+#: ``enum`` and ``collections`` (about 8 ms of every start), to make an identifier of an
+#: executable's real name when that name is not one; this name is.
+RUNTIME_FILE = "credprov_plugins"
+
 #: The one prefix ``install --prefix`` may put before plugin names (stripped here).
 NAME_PREFIX = "credprov-"
 

@@ -42,7 +42,7 @@ from importlib import resources
 from pathlib import Path
 
 from credprov.base import elf
-from credprov.bundle._multicall import PLUGINS, RUNTIME_NAME, TOOLS
+from credprov.bundle._multicall import PLUGINS, RUNTIME_FILE, RUNTIME_NAME, TOOLS
 from credprov.bundle.freeze import FLOOR, NODE_LIBRARIES, Interpreter, freeze, pinned_distributions
 from credprov.bundle.layout import BUNDLE_DIR, BundleError, go_arch
 from credprov.bundle.tarball import open_bundle
@@ -177,7 +177,7 @@ def _freeze(plugins: Sequence[str], workdir: Path, arch: str) -> tuple[Path, Int
     runtime.parent.mkdir(parents=True)
     found = freeze(
         entry,
-        RUNTIME_NAME,
+        RUNTIME_FILE,
         runtime,
         arch,
         sources=sorted({_package_root("credprov"), *(_package_root(p) for p in packages)}),
@@ -186,6 +186,7 @@ def _freeze(plugins: Sequence[str], workdir: Path, arch: str) -> tuple[Path, Int
         excludes=_excludes(plugins),
     )
     _prune_botocore(runtime / "lib")
+    (runtime / RUNTIME_NAME).symlink_to(RUNTIME_FILE)
     return runtime, found
 
 
@@ -269,12 +270,20 @@ def manifest_text(root: Path) -> str:
     """``sha256sum``'s format (``<hex>  <relative path>``) for every regular file under
     ``root``, sorted by path: what ``sha256sum -c`` run in an installed copy checks.
 
-    Symlinks and directories are not listed (a frozen runtime has no symlinks);
-    a name with a newline or a backslash could not be written in this format and is refused.
+    A symlink to a regular file under ``root`` (``credprov-plugins``, see
+    :data:`~credprov.bundle._multicall.RUNTIME_FILE`) is listed with its file's digest:
+    ``sha256sum -c`` follows it, so a missing or retargeted link fails the check too. Other
+    symlinks are refused, directories are not listed; a name with a newline or a backslash
+    could not be written in this format and is refused.
     """
     lines = []
     for path in sorted(root.rglob("*")):
-        if path.is_symlink() or not path.is_file():
+        if path.is_symlink():
+            target = path.resolve()
+            if not (target.is_file() and target.is_relative_to(root.resolve())):
+                raise BundleError(f"runtime symlink {path.relative_to(root)} does not name "
+                                  "a runtime file")  # fmt: skip
+        elif not path.is_file():
             continue
         rel = path.relative_to(root).as_posix()
         if "\n" in rel or "\\" in rel:
