@@ -8,6 +8,15 @@
 //	goplugin helper NAME   ask docker-credential-NAME get for the image's registry, as a
 //	                       Docker-credential-helper bridge does
 //
+//	goplugin rss FILE ARGV...
+//	                       run ARGV (stdin and stdout passed on) and write its peak RSS in
+//	                       KiB to FILE: a child spawned by a small static process, so the
+//	                       figure is the child's own (a child of a big Python process
+//	                       inherits that process's high-water mark until it execs)
+//
+// Started as docker-credential-<anything> (a symlink), it is that credential helper instead:
+// `get` reads a server URL on stdin and answers {"ServerURL", "Username", "Secret"} for it.
+//
 // Standard library only; built with CGO_ENABLED=0 (a static binary, as cloud plugins ship).
 package main
 
@@ -18,7 +27,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 const group = "credentialprovider.kubelet.k8s.io"
@@ -79,7 +90,47 @@ func fromHelper(name, host string) map[string]authConfig {
 	return map[string]authConfig{host: {Username: creds.Username, Password: creds.Secret}}
 }
 
+func credentialHelper() {
+	if len(os.Args) != 2 || os.Args[1] != "get" {
+		fail("usage: docker-credential-NAME get")
+	}
+	server, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		fail("reading the server URL: %v", err)
+	}
+	out, _ := json.Marshal(map[string]string{
+		"ServerURL": strings.TrimSpace(string(server)), "Username": "robot", "Secret": "not-a-real-password",
+	})
+	os.Stdout.Write(out)
+}
+
+func peakRSS() {
+	if len(os.Args) < 4 {
+		fail("usage: goplugin rss FILE ARGV...")
+	}
+	cmd := exec.Command(os.Args[3], os.Args[4:]...)
+	cmd.Stdin, cmd.Stdout = os.Stdin, os.Stdout
+	if err := cmd.Run(); err != nil {
+		fail("%s: %v", os.Args[3], err)
+	}
+	usage, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		fail("no resource usage for %s", os.Args[3])
+	}
+	if err := os.WriteFile(os.Args[2], []byte(fmt.Sprint(usage.Maxrss)), 0o644); err != nil {
+		fail("%v", err)
+	}
+}
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "rss" {
+		peakRSS()
+		return
+	}
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "docker-credential-") {
+		credentialHelper()
+		return
+	}
 	if len(os.Args) != 3 || (os.Args[1] != "answer" && os.Args[1] != "helper") {
 		fail("usage: goplugin answer FILE | goplugin helper NAME")
 	}
