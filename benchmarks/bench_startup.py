@@ -27,14 +27,16 @@ from ``wait4``) and peak RSS are printed, with each plugin's ratio to its Go pee
   answering the request from the cache) and ``static cold`` (+ the credentials file);
 - ``python -I -S -c pass``, the host interpreter's floor, for scale.
 
-Peak RSS comes from three more runs of each row, each started by the Go peer (``goplugin
+``--perf RUNS`` adds ``perf record`` profiles of ``runtime --list`` and ``static warm``: the
+share of CPU samples in the interpreter, the kernel (exec, mmap, page faults), libc and the
+dynamic loader. Peak RSS comes from three more runs of each row, each started by the Go peer (``goplugin
 rss``): a child of this (large) Python process would report this process's high-water mark.
 
 Goals (issue 35): static warm ≤ 5× Go (CPU and wall), static cold ≤ 10×, ECR warm ≤ 6×.
 ``--compare LABEL=TARBALL`` installs another bundle (an earlier build) and runs its rows in
 the same rounds, so before → after is measured side by side. Usage:
 ``.venv/bin/python benchmarks/bench_startup.py [--rounds 21] [--tarball FILE]
-[--compare LABEL=TARBALL] [--json FILE]`` (``--rounds 3`` is a quick smoke run). Always
+[--compare LABEL=TARBALL] [--perf RUNS] [--json FILE]`` (``--rounds 3`` is a quick smoke run). Always
 exits 0; prints ``UNEXPECTED`` next to a missed goal.
 """
 
@@ -247,6 +249,54 @@ def report(rows: dict[str, Row], labels: list[str]) -> dict[str, object]:
     return out
 
 
+def perf_profile(row: Row, runs: int, scratch: Path) -> dict[str, float] | None:
+    """Where ``row``'s CPU time goes, from ``perf record`` over ``runs`` runs: the share of
+    samples per object (the interpreter, linked into the runtime; the kernel; libc; the
+    dynamic loader) and the kernel's page-fault handling. None without a usable ``perf``."""
+    perf = shutil.which("perf")
+    if perf is None:
+        return None
+    data = scratch / "perf.data"
+    script = scratch / "perf.sh"
+    line = " ".join(f"'{a}'" for a in row.argv)
+    script.write_text(
+        f"for i in $(seq {runs}); do {line} < {scratch / 'stdin'} > /dev/null; done\n"
+    )
+    (scratch / "stdin").write_bytes(row.stdin)
+    rec = subprocess.run([perf, "record", "-q", "-F", "5000", "-g", "-o", str(data), "--",
+                          "sh", str(script)], env=row.env, capture_output=True, check=False)  # fmt: skip
+    if rec.returncode != 0:
+        return None
+    shares: dict[str, float] = {}
+    for sort, children in (("dso", "--no-children"), ("sym", "--children")):
+        rep = subprocess.run([perf, "report", "-i", str(data), children, "--sort", sort,
+                              "--stdio", "-g", "none"], capture_output=True, text=True,
+                             check=False)  # fmt: skip
+        for text in rep.stdout.splitlines():
+            words = text.split()
+            if not words or not words[0].endswith("%"):
+                continue
+            if sort == "dso":
+                shares[words[-1]] = shares.get(words[-1], 0.0) + float(words[0][:-1])
+            elif words[-1] == "asm_exc_page_fault":
+                shares["page faults (kernel, of the total)"] = float(words[0][:-1])
+    return shares
+
+
+def print_profile(name: str, shares: dict[str, float] | None) -> None:
+    if shares is None:
+        print(f"  {name}: no perf here (install linux-perf for this section)")
+        return
+    named = {"credprov_plugins": "the interpreter (libpython, linked in)",
+             "[kernel.kallsyms]": "the kernel (exec, mmap, page faults)",
+             "libc.so.6": "libc", "ld-linux-x86-64.so.2": "the dynamic loader",
+             "ld-linux-aarch64.so.1": "the dynamic loader"}  # fmt: skip
+    print(f"  {name}:")
+    for key, share in sorted(shares.items(), key=lambda kv: -kv[1]):
+        if share >= 0.5:
+            print(f"    {share:5.1f}%  {named.get(key, key)}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=21)
@@ -254,6 +304,9 @@ def main() -> int:
     parser.add_argument("--compare", action="append", default=[], metavar="LABEL=TARBALL",
                         help="another bundle, run in the same rounds")  # fmt: skip
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument("--perf", type=int, default=0, metavar="RUNS",
+                        help="also profile runtime --list and static warm with perf record "
+                        "over RUNS runs each (CPU shares by object)")  # fmt: skip
     args = parser.parse_args()
     compare = [tuple(c.split("=", 1)) for c in args.compare]
     if any(len(c) != 2 or not c[0] for c in compare):
@@ -298,6 +351,12 @@ def main() -> int:
             f"{os.cpu_count()} CPUs (load {os.getloadavg()[0]:.2f}); Go peer: {go.name}\n"
         )
         result = report(rows, [label for label, _ in bundles])
+        if args.perf:
+            print(f"\nwhere the CPU goes (perf record, {args.perf} runs, share of samples)")
+            for name in ("runtime --list", "static warm"):
+                shares = perf_profile(rows[name], args.perf, scratch)
+                print_profile(name, shares)
+                result[f"perf {name}"] = shares
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=2))
     return 0

@@ -18,10 +18,13 @@ Layout of the tarball (``credprov-plugins-<version>-linux-<arch>.tar.gz``)::
     credprov-plugins/REQUIREMENTS       what a node needs (glibc floor, libraries), measured,
                                         and what the bundle carries (CPython, OpenSSL, every
                                         frozen distribution with its version)
-    credprov-plugins/MANIFEST           ``sha256  path`` of every regular file of runtime/, so
-                                        ``install`` can tell a whole installed runtime from a
-                                        damaged one (``sha256sum -c``, no Python on the node)
-    credprov-plugins/runtime/           the frozen runtime (credprov-plugins + lib/)
+    credprov-plugins/MANIFEST           ``sha256  path`` of every regular file of runtime/
+                                        (and of the credprov-plugins link), so ``install`` can
+                                        tell a whole installed runtime from a damaged one
+                                        (``sha256sum -c``, no Python on the node)
+    credprov-plugins/runtime/           the frozen runtime: credprov_plugins (the executable),
+                                        credprov-plugins (a link to it, the name everything
+                                        uses) and lib/ (every module a .pyc file, no archive)
 """
 
 from __future__ import annotations
