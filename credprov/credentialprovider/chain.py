@@ -465,7 +465,8 @@ def default_chain(
     """The kubelet's chain: pull secrets, then ``node_keyring``, then ``providers``."""
     sources: list[CredentialSource] = [
         PullSecrets(),
-        KeyringSource(node_keyring or DockerKeyring()),
+        # (not ``or``: an empty DockerKeyring is falsy, and the caller's must be the one used)
+        KeyringSource(node_keyring if node_keyring is not None else DockerKeyring()),
     ]
     if providers is not None:
         sources.append(PluginProviders(providers))
