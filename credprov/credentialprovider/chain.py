@@ -240,6 +240,8 @@ class ImageResolution:
                     providers = state.setdefault("providers", [t.copy() for t in templates])
                     state.pop("_provider_templates", None)
                     return providers
+                if "providers" in state:  # made by another thread meanwhile
+                    return state["providers"]
             raise AttributeError(
                 f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self
             )

@@ -12,7 +12,9 @@ lookup would return: no provider cache changed since (every add, expiry deletion
 bumps one shared :class:`~credprov.credentialprovider.cache.ChangeCounter`), none of the entries it came from
 has expired, and no provider's 15-minute purge has fallen due (all three against the same
 clock the providers use). Providers with ``tokenAttributes`` depend on the pod and its
-service account, so a provider set with one is never memoised.
+service account, so a provider set with one is never memoised. ``memo`` hands that answer
+to the credential chain, which memoises its own answer per image string on top of it
+(:class:`credprov.credentialprovider.chain.CredentialChain`).
 """
 
 from __future__ import annotations
