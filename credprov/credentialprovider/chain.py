@@ -47,6 +47,10 @@ if TYPE_CHECKING:
     from typing import Any, Protocol
 
     from credprov.api import internal
+
+    #: A source's reusable answer (see :meth:`CredentialSource.memo`): its credentials in
+    #: try order and its per-provider results, as templates the chain copies for callers.
+    SourceMemo = tuple[tuple[TrackedAuthConfig, ...], tuple["ProvideResult", ...]]
 else:
     Protocol = object
 
@@ -176,6 +180,22 @@ class ProvideResult:
     error: str | None = None
     skipped: str | None = None
 
+    def copy(self, _new: Any = object.__new__) -> ProvideResult:
+        """A copy whose containers (``auth``, ``credentials``) are the caller's own.
+
+        Memoised answers hand every caller copies of shared templates, so that mutating a
+        result never changes the next answer. (``__dict__`` is copied rather than
+        ``__init__`` called: this runs once per provider on every cache hit.)
+        """
+        copy = _new(ProvideResult)
+        state = self.__dict__.copy()
+        auth = state["auth"]
+        state["auth"] = auth.copy() if auth else {}
+        credentials = state["credentials"]
+        state["credentials"] = credentials[:] if credentials else []
+        copy.__dict__ = state
+        return copy
+
 
 class SourceAnswer:
     """What one source contributed: credentials in try order, and per-provider details."""
@@ -206,9 +226,36 @@ class ImageResolution:
         """True when the image is invalid or a matching provider failed."""
         return self.error is not None or any(p.error for p in self.providers)
 
+    if not TYPE_CHECKING:  # (a __getattr__ would let mypy accept any attribute)
+
+        def __getattr__(self, name: str) -> Any:
+            # A memoised answer (CredentialChain.resolve) is made without ``providers``,
+            # holding the memo's shared templates instead: the caller's own copies are made
+            # on first read, so a caller that reads only the credentials (the kubelet's
+            # pull) does not pay for them. Every read sees the same list.
+            if name == "providers":
+                state = self.__dict__
+                templates = state.get("_provider_templates")
+                if templates is not None:
+                    providers = state.setdefault("providers", [t.copy() for t in templates])
+                    state.pop("_provider_templates", None)
+                    return providers
+                if "providers" in state:  # made by another thread meanwhile
+                    return state["providers"]
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self
+            )
+
 
 class CredentialSource(Protocol):
-    """One place credentials come from (a link of the chain)."""
+    """One place credentials come from (a link of the chain).
+
+    A source may also have ``memo(repo) -> SourceMemo | None``: what ``lookup`` answers
+    for ``repo`` without pull secrets, whatever the pod, as one object that stays the same
+    (``is``) for exactly as long as that answer does; None when it cannot promise that. The
+    chain memoises an image only when every source has one (see
+    :meth:`CredentialChain.resolve`).
+    """
 
     def lookup(self, request: CredentialRequest) -> SourceAnswer:
         """Credentials for ``request.repo``.
@@ -237,9 +284,15 @@ class PullSecrets:
         keyring = make_pull_secret_keyring(request.pull_secrets)
         return SourceAnswer(keyring.lookup(request.repo))
 
+    def memo(self, repo: str) -> SourceMemo:
+        """Without pull secrets the answer is always nothing."""
+        return _NO_MEMO
+
 
 #: The answer of a source with nothing to add (never mutated: the chain copies).
 _NOTHING = SourceAnswer()
+#: The same as a memo (see CredentialSource).
+_NO_MEMO: SourceMemo = ((), ())
 
 
 class KeyringSource:
@@ -252,11 +305,27 @@ class KeyringSource:
         """The keyring's credentials for ``request.repo``."""
         return SourceAnswer(self.keyring.lookup(request.repo))
 
+    def memo(self, repo: str) -> SourceMemo | None:
+        """Nothing, while the keyring is an empty :class:`DockerKeyring` (a node without a
+        docker config); None otherwise.
+
+        A DockerKeyring that gains a key gains an index entry, so "empty" is checked
+        exactly; a filled one can change without a trace (a second credential under a key
+        it holds), so it is asked on every lookup.
+        """
+        keyring = self.keyring
+        if type(keyring) is DockerKeyring and not len(keyring):
+            return _NO_MEMO
+        return None
+
 
 class _Providers(Protocol):
     def lookup(
         self, image: str, pod: PodInfo | None = None
     ) -> tuple[list[TrackedAuthConfig], list[ProvideResult]]: ...
+
+    # Optional at run time (PluginProviders.memo): without it nothing is memoised.
+    def memo(self, image: str) -> SourceMemo | None: ...
 
 
 class PluginProviders:
@@ -272,16 +341,37 @@ class PluginProviders:
         credentials, results = self.providers.lookup(request.repo, request.pod)
         return SourceAnswer(credentials, results)
 
+    def memo(self, repo: str) -> SourceMemo | None:
+        """The providers' memoised answer for ``repo`` while it is exact (see
+        :meth:`credprov.credentialprovider.plugin.registry.CredentialProviders.memo`)."""
+        try:
+            memo = self.providers.memo
+        except AttributeError:  # another implementation of the providers: no memo
+            return None
+        return memo(repo)
+
 
 # -- the chain -----------------------------------------------------------------------------------
 
 
 class CredentialChain:
     """Sources walked in order; see the module docstring. Thread-safe when its sources are
-    (the plugin providers are: concurrent lookups share their caches and singleflight)."""
+    (the plugin providers are: concurrent lookups share their caches and singleflight).
+
+    A cache hit is the hot path (every pull of an image whose credentials are cached), so
+    ``resolve`` without pull secrets memoises its answer per image string when every source
+    offers a memo (:class:`CredentialSource`): no normalising, matching or merging on a hit,
+    only a check that each source still gives the very memo the answer was built from. The
+    memo is a plain dict rather than a ``cachetools`` cache: its entries are never stale by
+    age but by their sources' memos (checked on every hit), and when it holds
+    ``_MEMO_SIZE`` images it is simply emptied, which a dict does without a lock.
+    """
 
     def __init__(self, sources: Iterable[CredentialSource]) -> None:
         self.sources: list[CredentialSource] = list(sources)
+        # image -> (repo, the sources, ((memo method, memo) of each source whose memo can
+        # change, ...), credentials, results)
+        self._memo: dict[str, _ChainMemo] = {}
 
     def resolve(
         self,
@@ -297,6 +387,25 @@ class CredentialChain:
         Raises:
             credprov.credentialprovider.keyring.KeyringError: a pull secret whose payload does not parse.
         """
+        if not pull_secrets:
+            hit = self._memo.get(image)
+            # The same sources (a list compares its items by identity first), each still
+            # giving the memo the answer was built from.
+            if hit is not None and hit[1] == self.sources:
+                repo = hit[0]
+                for memo, part in hit[2]:
+                    if memo(repo) is not part:
+                        break
+                else:
+                    resolution = _new(ImageResolution)
+                    resolution.__dict__ = {
+                        "image": image,
+                        "repo": repo,
+                        "credentials": list(hit[3]),
+                        "error": None,
+                        "_provider_templates": hit[4],  # see ImageResolution.__getattr__
+                    }
+                    return resolution
         resolution = ImageResolution(image=image)
         try:
             repo = parse_image_name(image)
@@ -314,7 +423,42 @@ class CredentialChain:
             providers += answer.providers
         resolution.credentials = credentials
         resolution.providers = providers
+        if not pull_secrets:
+            self._remember(image, repo)
         return resolution
+
+    def _remember(self, image: str, repo: str) -> None:
+        # Built from the sources' memos, not from the answer just returned: each memo is
+        # exact when it is handed out, whatever other threads changed meanwhile.
+        checks: list[tuple[Callable[[str], SourceMemo | None], SourceMemo]] = []
+        creds: tuple[TrackedAuthConfig, ...] = ()
+        templates: tuple[ProvideResult, ...] = ()
+        for source in self.sources:
+            memo: Callable[[str], SourceMemo | None] | None = getattr(source, "memo", None)
+            if memo is None:
+                return
+            part = memo(repo)
+            if part is None:
+                return
+            if type(source) is not PullSecrets:  # its memo never changes: not checked
+                checks.append((memo, part))
+            creds += part[0]
+            templates += part[1]
+        if len(self._memo) >= _MEMO_SIZE:
+            self._memo = {}
+        self._memo[image] = (repo, list(self.sources), tuple(checks), creds, templates)
+
+
+_MEMO_SIZE = 16384
+_new = object.__new__
+if TYPE_CHECKING:
+    _ChainMemo = tuple[
+        str,
+        list[CredentialSource],
+        tuple[tuple[Callable[[str], "SourceMemo | None"], SourceMemo], ...],
+        tuple[TrackedAuthConfig, ...],
+        tuple[ProvideResult, ...],
+    ]
 
 
 def default_chain(
@@ -323,7 +467,8 @@ def default_chain(
     """The kubelet's chain: pull secrets, then ``node_keyring``, then ``providers``."""
     sources: list[CredentialSource] = [
         PullSecrets(),
-        KeyringSource(node_keyring or DockerKeyring()),
+        # (not ``or``: an empty DockerKeyring is falsy, and the caller's must be the one used)
+        KeyringSource(node_keyring if node_keyring is not None else DockerKeyring()),
     ]
     if providers is not None:
         sources.append(PluginProviders(providers))

@@ -12,14 +12,16 @@ lookup would return: no provider cache changed since (every add, expiry deletion
 bumps one shared :class:`~credprov.credentialprovider.cache.ChangeCounter`), none of the entries it came from
 has expired, and no provider's 15-minute purge has fallen due (all three against the same
 clock the providers use). Providers with ``tokenAttributes`` depend on the pod and its
-service account, so a provider set with one is never memoised.
+service account, so a provider set with one is never memoised. ``memo`` hands that answer
+to the credential chain, which memoises its own answer per image string on top of it
+(:class:`credprov.credentialprovider.chain.CredentialChain`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from credprov.api import internal
 from credprov.base.clock import Clock, RealClock
@@ -44,6 +46,9 @@ from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, Exec
 from credprov.credentialprovider.plugin.metrics import Metrics
 from credprov.credentialprovider.plugin.provider import PluginProvider
 
+if TYPE_CHECKING:
+    from credprov.credentialprovider.chain import SourceMemo
+
 __all__ = [
     "CredentialProviders",
     "register_credential_provider_plugins",
@@ -58,22 +63,25 @@ class CredentialProviders:
     config_hash: str
     providers: list[PluginProvider]
     metrics: Metrics
-    # image -> (change count, valid until, credentials, results); see the module docstring.
-    # The results are shared templates (one per provider for "not matched", one per cache
-    # entry for a hit), copied for every caller: a memoised image costs a few hundred bytes.
-    _memo: dict[str, tuple[int, int, list[TrackedAuthConfig], tuple[ProvideResult, ...]]] = field(
+    # image -> (change count, valid until, (credentials, results)); see the module
+    # docstring. The results are shared templates (one per provider for "not matched", one
+    # per cache entry for a hit), copied for every caller: a memoised image costs a few
+    # hundred bytes. The inner pair is what ``memo`` hands the credential chain.
+    _memo: dict[str, tuple[int, int, SourceMemo]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
     _unmatched: tuple[ProvideResult, ...] = field(default=(), init=False, repr=False, compare=False)
     _changes: ChangeCounter | None = field(default=None, init=False, repr=False, compare=False)
-    _memo_for: tuple[PluginProvider, ...] = field(default=(), init=False, repr=False, compare=False)
+    _memo_for: list[PluginProvider] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         self._setup_memo()
 
     def _setup_memo(self) -> None:
         self._memo = {}
-        self._memo_for = tuple(self.providers)
+        self._memo_for = list(self.providers)
         self._unmatched = tuple(ProvideResult(name=p.name) for p in self.providers)
         self._changes = None
         clocks = {id(p.clock) for p in self.providers}
@@ -93,16 +101,13 @@ class CredentialProviders:
         keyring order: matching keys in reverse order, and for the same key the earlier
         provider first.
         """
-        providers = self.providers
-        if tuple(providers) != self._memo_for:  # PluginProvider compares by identity
-            self._setup_memo()  # the list was changed after construction
+        part = self.memo(image)
+        if part is not None:
+            return list(part[0]), [r.copy() for r in part[1]]
         changes = self._changes
+        providers = self.providers
         if changes is None or not providers:
             return self._lookup(image, pod)
-        clock = providers[0].clock
-        memo = self._memo.get(image)
-        if memo is not None and memo[0] == changes.value and clock.now() <= memo[1]:
-            return list(memo[2]), [_copy_result(r) for r in memo[3]]
         seen = changes.value
         keyring = DockerKeyring()
         results = []
@@ -118,7 +123,7 @@ class CredentialProviders:
                 # A hit's result depends on the entry alone: one template per entry.
                 template = entry.result
                 if template is None:
-                    template = entry.result = _copy_result(res)
+                    template = entry.result = res.copy()
                 templates.append(template)
                 due = min(entry.expires_at, provider.cache.purge_due_after)
             elif res.matched:
@@ -134,8 +139,24 @@ class CredentialProviders:
         if memoisable and changes.value == seen:
             if len(self._memo) >= _MEMO_SIZE:
                 self._memo = {}
-            self._memo[image] = (seen, valid_until, list(creds), tuple(templates))
+            self._memo[image] = (seen, valid_until, (tuple(creds), tuple(templates)))
         return creds, results
+
+    def memo(self, image: str) -> SourceMemo | None:
+        """The memoised answer for ``image`` (credentials, result templates) while it is
+        exactly what ``lookup`` would return, for any pod; None otherwise (see the module
+        docstring). The same object is returned for as long as it stays exact.
+        """
+        providers = self.providers
+        if providers != self._memo_for:  # PluginProvider compares by identity
+            self._setup_memo()  # the list was changed after construction
+        changes = self._changes
+        if changes is None or not providers:
+            return None
+        memo = self._memo.get(image)
+        if memo is not None and memo[0] == changes.value and providers[0].clock.now() <= memo[1]:
+            return memo[2]
+        return None
 
     def _lookup(
         self, image: str, pod: PodInfo | None
@@ -156,18 +177,6 @@ class CredentialProviders:
 
 _MEMO_SIZE = 16384
 _FOREVER = 1 << 126
-
-
-def _copy_result(result: ProvideResult, _new: Any = object.__new__) -> ProvideResult:
-    """A copy whose containers are the caller's own, as a fresh ``provide`` returns."""
-    copy = _new(ProvideResult)
-    state = result.__dict__.copy()
-    auth = state["auth"]
-    state["auth"] = auth.copy() if auth else {}
-    credentials = state["credentials"]
-    state["credentials"] = credentials[:] if credentials else []
-    copy.__dict__ = state
-    return copy
 
 
 def register_credential_provider_plugins(
