@@ -24,8 +24,9 @@ It is also the one toolkit plugins import (besides ``credprov.version``): Go dur
 (``parse_duration``, ``format_duration``, ``DurationError``, ``SECOND``, ``HOUR``...),
 ``go_quote`` and ``json_kind``; ``use_go`` (the kubelet's Go release); ``CredprovError``;
 ``Clock``/``RealClock``; ``read_file`` (bounded, refuses FIFOs and devices); the
-``Redactor``; ``run_bounded`` (a child process bounded in time and output); and the
-kubelet's image and matching helpers (``parse_image_name``, ``urls_match_str``,
+``Redactor``; ``run_bounded`` (a child process bounded in time and output); ``sha256``,
+``json_loads`` and ``json_dumps`` (hashlib's and json's results without their start-up
+cost); and the kubelet's image and matching helpers (``parse_image_name``, ``urls_match_str``,
 ``parse_url``, docker-config keyring helpers). Those names load on first use (PEP 562), so
 ``import credprov.sdk`` imports only the standard library and credprov's stdlib-only
 foundation (``credprov.errors``, ``credprov.base``, ``credprov._go``):
@@ -87,6 +88,11 @@ _LAZY = {
     "Redactor": ("credprov.base.redact", "Redactor"),
     # a child process run bounded in time and output (credprov.base.proc)
     "run_bounded": ("credprov.base.proc", "run_bounded"),
+    # start-up-lean stand-ins: SHA-256 without loading OpenSSL (hashlib), json.loads and
+    # json.dumps without importing json and re (credprov.base.fastjson: the same results)
+    "sha256": ("credprov.base.hashing", "sha256"),
+    "json_loads": ("credprov.base.fastjson", "loads"),
+    "json_dumps": ("credprov.base.fastjson", "dumps"),
     "REDACTED": ("credprov.base.redact", "REDACTED"),
     # image names and matchImages, as the kubelet reads them
     "InvalidImageError": (_IMAGES, "InvalidImageError"),
@@ -153,7 +159,9 @@ __all__ = [
     "format_duration",
     "go_quote",
     "is_default_registry_match",
+    "json_dumps",
     "json_kind",
+    "json_loads",
     "normalize_key",
     "parse_duration",
     "parse_image_name",
@@ -163,6 +171,7 @@ __all__ = [
     "run",
     "run_bounded",
     "secret_data",
+    "sha256",
     "split_url",
     "urls_match_str",
     "use_go",
@@ -187,8 +196,11 @@ if TYPE_CHECKING:
     from credprov._go.json import json_kind
     from credprov._go.version import use_go
     from credprov.base.clock import Clock, RealClock
+    from credprov.base.fastjson import dumps as json_dumps
+    from credprov.base.fastjson import loads as json_loads
     from credprov.base.fileio import FileTooLargeError, NotRegularFileError
     from credprov.base.fileio import read_bounded as read_file
+    from credprov.base.hashing import sha256
     from credprov.base.proc import run_bounded
     from credprov.base.redact import REDACTED, Redactor
     from credprov.credentialprovider.images import (

@@ -21,8 +21,14 @@ from __future__ import annotations
 import os
 import subprocess
 
-from credprov.base import fastjson
-from credprov.sdk import Context, CredprovError, ProviderError, Request, Response
+from credprov.sdk import (
+    Context,
+    CredprovError,
+    ProviderError,
+    Request,
+    Response,
+    json_loads,  # json.loads without importing json and re (start-up)
+)
 
 #: What the helper protocol prints (on stdout, with exit 1) when it has nothing stored.
 NOT_FOUND_TEXT = "credentials not found"
@@ -192,7 +198,7 @@ def _stderr_quote(stderr: bytes, secrets: list[str]) -> str:
 def _secrets_in(stdout: bytes) -> list[str]:
     """The Secret of a failed helper's stdout, if it printed one, to scrub it from stderr."""
     try:
-        doc = fastjson.loads(stdout.decode("utf-8"))
+        doc = json_loads(stdout.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         return []
     secret = doc.get("Secret") if isinstance(doc, dict) else None
@@ -207,7 +213,7 @@ def parse_helper_output(stdout: bytes) -> tuple[str, str]:
             never quotes the output.
     """
     try:
-        doc = fastjson.loads(stdout.decode("utf-8"))
+        doc = json_loads(stdout.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise ProviderError("credential helper output is not valid JSON") from None
     if not isinstance(doc, dict):

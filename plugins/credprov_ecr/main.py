@@ -15,8 +15,7 @@ config can mean anything else by it.
 import os
 import sys
 
-from credprov.base.hashing import sha256  # not hashlib: that loads OpenSSL (~3 ms a start)
-from credprov.sdk import Option, run
+from credprov.sdk import Option, run, sha256  # not hashlib: that loads OpenSSL (~3 ms a start)
 
 # collections.abc imports the collections package (~2 ms in the frozen runtime): the
 # annotation needs it only for type checkers.

@@ -220,11 +220,12 @@ def signal_masks(argv: list[str], env: dict[str, str] | None = None) -> tuple[in
                             stderr=subprocess.DEVNULL, env=env)  # fmt: skip
     try:
         masks: dict[str, int] = {}
-        for _ in range(200):  # until the interpreter has started (it then blocks on stdin)
+        deadline = time.monotonic() + 120  # a loaded CI machine; it takes ~50 ms when idle
+        while time.monotonic() < deadline:  # until the interpreter has set its handlers
             status = Path(f"/proc/{proc.pid}/status").read_text()
             masks = {k: int(v, 16) for k, _, v in (ln.partition(":\t") for ln in
                      status.splitlines()) if k in ("SigIgn", "SigCgt")}  # fmt: skip
-            if masks["SigCgt"]:
+            if masks["SigCgt"] & bit(signal.SIGINT):
                 break
             time.sleep(0.05)
         return masks["SigIgn"], masks["SigCgt"]
