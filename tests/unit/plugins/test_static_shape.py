@@ -440,3 +440,39 @@ def test_an_invalid_file_still_gets_pydantics_line(tmp_path: Path) -> None:
         f"credprov_static.config.ConfigError: {bad}: credentials[0].password must be a string, "
         "not a number"
     )
+
+
+PLUGIN = textwrap.dedent(
+    """
+    import sys
+    from credprov_static.main import main
+    code = main()
+    sys.stderr.write("pydantic-imported=%s\\n" % ("pydantic" in sys.modules))
+    raise SystemExit(code)
+    """
+)
+
+
+def test_a_cold_run_of_the_plugin_never_imports_pydantic(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    request = (
+        '{"kind": "CredentialProviderRequest", "image": "registry.example.com/team/app",'
+        ' "apiVersion": "credentialprovider.kubelet.k8s.io/v1"}'
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", PLUGIN, "--config", "config/static-credentials.yaml"],
+        input=request,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        # Under a regular file: the answer cache can never be used, every run reads the file.
+        env={
+            "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'plugins'}",
+            "CREDPROV_PLUGIN_CACHE_DIR": str(tmp_path / "file" / "cache"),
+        },
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert '"username":"team-b-robot"' in proc.stdout.replace(" ", "")
+    assert "pydantic-imported=False" in proc.stderr
