@@ -35,8 +35,8 @@ from credprov.sdk import (
     secret_data,
 )
 
-if TYPE_CHECKING:  # pydantic is imported only for StaticCredentials documents
-    from credprov_static.schema import CredentialModel, MirrorModel
+if TYPE_CHECKING:
+    from credprov_static.shape import CredentialShape, MirrorShape, StaticCredentialsShape
 
 API_VERSION = "credprov.io/v1alpha1"
 KIND = "StaticCredentials"
@@ -375,7 +375,7 @@ def _password_file(path: str, where: str, name: str) -> str:
     return password
 
 
-def _credentials(path: str, items: list[CredentialModel]) -> list[Credential]:
+def _credentials(path: str, items: list[CredentialShape]) -> list[Credential]:
     creds: list[Credential] = []
     owner: dict[str, str] = {}
     for i, item in enumerate(items):
@@ -398,7 +398,7 @@ def _credentials(path: str, items: list[CredentialModel]) -> list[Credential]:
     return creds
 
 
-def _mirror(path: str, value: MirrorModel, creds: tuple[Credential, ...]) -> Mirror:
+def _mirror(path: str, value: MirrorShape, creds: tuple[Credential, ...]) -> Mirror:
     from credprov.sdk import urls_match_str
 
     endpoint = value.endpoint
@@ -419,14 +419,32 @@ def _mirror(path: str, value: MirrorModel, creds: tuple[Credential, ...]) -> Mir
     return Mirror(endpoint, host, path_prefix, upstreams, value.credentials_strategy)
 
 
+def _shape(path: str, doc: dict[str, Any]) -> StaticCredentialsShape:
+    """The document's fields: checked by hand if it is plainly valid, else by pydantic,
+    which raises the one-line error (imported only then: see :mod:`credprov_static.shape`)."""
+    from credprov_static import shape
+
+    vocabulary = shape.Vocabulary(
+        cache_key_types=CACHE_KEY_TYPES,
+        strategies=STRATEGIES,
+        default_cache_duration=DEFAULT_CACHE_DURATION,
+        default_cache_key_type=DEFAULT_CACHE_KEY_TYPE,
+        default_strategy=MIRROR_ONLY,
+    )
+    found = shape.check(doc, vocabulary)
+    if found is not None:
+        return found
+    from credprov_static.schema import validate
+
+    return shape.from_model(validate(path, doc))
+
+
 def _static_credentials(path: str, doc: dict[str, Any]) -> StaticConfig:
     if doc.get("apiVersion") != API_VERSION:
         raise ConfigError(
             f"{path}: {KIND} apiVersion {_quote(doc.get('apiVersion'))} is not {API_VERSION}"
         )
-    from credprov_static.schema import validate
-
-    model = validate(path, doc)
+    model = _shape(path, doc)
     creds = _ordered(_credentials(path, model.credentials))
 
     from credprov.sdk import DurationError, format_duration, parse_duration

@@ -12,8 +12,9 @@ document order is reported: unknown fields before missing ones, ``credentials`` 
 item) before ``cacheDuration``, ``cacheKeyType`` and ``mirror``; every shape error before
 any error of meaning.
 
-Imported only for ``StaticCredentials`` files, which are YAML and already pay for PyYAML:
-docker configs and Secrets never import pydantic.
+Imported only for ``StaticCredentials`` documents that :mod:`credprov_static.shape` (the
+same checks by hand, for valid documents) is not sure of: valid files, docker configs and
+Secrets never import pydantic.
 """
 
 from __future__ import annotations
