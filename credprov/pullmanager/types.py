@@ -402,12 +402,14 @@ _ENTRY_V = _S + ":" + _credentials(_S, _SECRETS_V, _ACCOUNTS_V, "(?:true|false)"
 _VERSIONS = "|".join(VERSIONS)
 _API = rf'"apiVersion":"{re.escape(GROUP)}/({_VERSIONS})"'
 _FAST_INTENT = re.compile(rf'\{{"kind":"{INTENT_KIND}",{_API},"image":{_CAP}\}}\n?')
+# The whole grammar. Groups: version, lastUpdatedTime, imageRef, the mapping's entries
+# (None: no mapping), the entries after the first (None or "": fewer than two).
 _FAST_RECORD = re.compile(
     rf'\{{"kind":"{RECORD_KIND}",{_API},"lastUpdatedTime":{_CAP},"imageRef":{_CAP}'
-    r'(?:,"credentialMapping":\{(.*)\})?\}\n?'
+    rf'(?:,"credentialMapping":\{{((?:(?>{_ENTRY_V})((?>,{_ENTRY_V})*+))?)\}})?\}}\n?'
 )
-# One entry of that mapping, then a comma and the next entry's key, or the end: matched
-# from the start of the mapping, entry after entry, it accepts exactly ENTRY(,ENTRY)*.
+# One entry of such a mapping, then a comma and the next entry's key, or the end: matched
+# from the start of the mapping, entry after entry, it takes the entries apart.
 _FAST_ENTRY = re.compile(
     _CAP
     + ":"
@@ -462,11 +464,13 @@ def _fast_record(text: str, build: bool = True) -> tuple[Any, Any]:
     m = _FAST_RECORD.fullmatch(text)
     if m is None:
         return _NOT_FAST
-    version, when, image_ref, entries = m.groups()
+    version, when, image_ref, entries, more = m.groups()
     try:
         last_updated = _dt.datetime.fromisoformat(when)
     except ValueError:
         return _NOT_FAST
+    if not build and not more:
+        return version, None  # no second entry: no mapping key can repeat
     mapping: dict[str, Any] = {}
     fields_set = {"last_updated_time", "image_ref"}
     if entries is not None:
