@@ -14,9 +14,14 @@ fs_pullrecords.go``, 1.35+) so that credprov and a kubelet can read each other's
 * deleting a missing file is fine;
 * at construction every decodable ``v1alpha1`` file is rewritten as ``v1beta1`` through the
   normal write path; errors are only collected (:attr:`FSPullRecordsAccessor.startup_errors`);
-* the start-up migration has to decode every file anyway; what it decoded is kept and
+* the start-up migration has to read every file anyway; what it found is kept and
   answers the next ``list_*`` calls (the in-memory layer's warm-up, the manager's
-  housekeeping), so at start-up each file is decoded once. The kept listing is used only
+  housekeeping), so at start-up each file is read once. A file already in the storage
+  version and in an encoder's exact form (nearly every file) is only checked
+  (``well_formed_*_version``: it then decodes without fail) and kept as its bytes, decoded
+  when a list returns it; :meth:`~FSPullRecordsAccessor.list_image_pulled_records_head`
+  returns the first items of a list with its length and errors, so the in-memory layer's
+  warm-up decodes only the records it keeps (2,000 of 10,000). The kept listing is used only
   while the directory's mtime is the one read before the scan (any create, delete or
   rename in it, by any process, changes that) and this store has written nothing since,
   and for at most a few seconds, and it is dropped by

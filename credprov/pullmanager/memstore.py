@@ -7,7 +7,9 @@ PR #131882, Kubernetes 1.34+):
   1024 and 2000 entries whatever the caller asks for;
 * each cache has an *authoritative* flag: while it is set, a miss means "does not exist"
   and the delegate (the file store) is not read. Construction lists both kinds to warm the
-  caches; a list that succeeds without errors and returns fewer items than the capacity
+  caches (through the delegate's ``list_*_head`` when it has one: the same answer, but the
+  file store then decodes only the items the cache keeps); a list that succeeds without
+  errors and returns fewer items than the capacity
   makes its cache authoritative (``cacheRefreshingList``). Any capacity eviction clears
   the flag; explicit deletes do not (the deleted item really is gone);
 * writes and deletes go to the delegate first, and the cache changes only when that worked.

@@ -6,7 +6,8 @@ pydantic models take their JSON field names (``ImagePullSecret.model_validate({"
 kubelet's bytes (compact JSON, ``kind`` then ``apiVersion`` then struct order, map keys
 sorted, ``omitempty`` where the kubelet has it, RFC 3339 seconds in UTC, trailing newline),
 and :func:`decode_intent`/:func:`decode_record` decode strictly (unknown or duplicate fields,
-wrong kinds and versions are errors).
+wrong kinds and versions are errors). Files exactly as an encoder writes them take a fast
+path to the same objects (see "the fast path" below).
 """
 
 from __future__ import annotations
@@ -366,15 +367,16 @@ def _decode_record_strict(data: bytes, text: str | None = None) -> tuple[str, Im
 
 # -- the fast path: files exactly as an encoder writes them -----------------------------------
 #
-# Start-up decodes every file (10,000 records: a third of a second through the path above,
-# half of it pydantic). Nearly every file holds exactly what encode_intent/encode_record (or
+# The path above costs about 20 us a record (JSON with a hook per object, then pydantic), and
+# the objects it leaves behind wake the garbage collector: most of a pull manager's start-up
+# over 10,000 records. Nearly every file holds exactly what encode_intent/encode_record (or
 # a kubelet) wrote: compact JSON, fields in struct order, strings without escapes. The
 # patterns below accept only that shape (a subset of what the strict path accepts: every key
 # at most once, each value of the type its field wants, nothing else), and the models are
 # built from the matched text directly, as model_construct builds them, with the values and
 # fields-set the strict path's validation gives: tests hold the two paths to identical
 # results. Anything else (whitespace, another field order, an escape, null, a repeated
-# mapping key, a time fromisoformat rejects) returns None and takes the strict path, which
+# mapping key, a time fromisoformat rejects) is declined and takes the strict path, which
 # also writes every error message. Possessive quantifiers and atomic groups: a near-miss of
 # a megabyte is refused in linear time.
 
@@ -388,7 +390,7 @@ def _items(item: str) -> str:
     return rf"\[(?>(?:{item}(?:,{item})*+)?)\]"
 
 
-def _credentials(s: str, secrets: str, accounts: str, flag: str) -> str:
+def _credentials(secrets: str, accounts: str, flag: str) -> str:
     """``ImagePullCredentials``' fields in struct order, each optional, comma-separated."""
     sec = f'"kubernetesSecrets":{secrets}'
     acc = f'"kubernetesServiceAccounts":{accounts}'
@@ -398,7 +400,7 @@ def _credentials(s: str, secrets: str, accounts: str, flag: str) -> str:
 
 _SECRETS_V = _items(_SECRET.format(s=_S))
 _ACCOUNTS_V = _items(_ACCOUNT.format(s=_S))
-_ENTRY_V = _S + ":" + _credentials(_S, _SECRETS_V, _ACCOUNTS_V, "(?:true|false)")
+_ENTRY_V = _S + ":" + _credentials(_SECRETS_V, _ACCOUNTS_V, "(?:true|false)")
 _VERSIONS = "|".join(VERSIONS)
 _API = rf'"apiVersion":"{re.escape(GROUP)}/({_VERSIONS})"'
 _FAST_INTENT = re.compile(rf'\{{"kind":"{INTENT_KIND}",{_API},"image":{_CAP}\}}\n?')
@@ -413,7 +415,7 @@ _FAST_RECORD = re.compile(
 _FAST_ENTRY = re.compile(
     _CAP
     + ":"
-    + _credentials(_S, f"({_SECRETS_V})", f"({_ACCOUNTS_V})", "(true|false)")
+    + _credentials(f"({_SECRETS_V})", f"({_ACCOUNTS_V})", "(true|false)")
     + r'(?:,(?=")|\Z)'
 )
 _FAST_SECRET = re.compile(_SECRET.format(s=_CAP))
