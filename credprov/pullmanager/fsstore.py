@@ -14,9 +14,14 @@ fs_pullrecords.go``, 1.35+) so that credprov and a kubelet can read each other's
 * deleting a missing file is fine;
 * at construction every decodable ``v1alpha1`` file is rewritten as ``v1beta1`` through the
   normal write path; errors are only collected (:attr:`FSPullRecordsAccessor.startup_errors`);
-* the start-up migration has to decode every file anyway; what it decoded is kept and
+* the start-up migration has to read every file anyway; what it found is kept and
   answers the next ``list_*`` calls (the in-memory layer's warm-up, the manager's
-  housekeeping), so at start-up each file is decoded once. The kept listing is used only
+  housekeeping), so at start-up each file is read once. A file already in the storage
+  version and in an encoder's exact form (nearly every file) is only checked
+  (``well_formed_*_version``: it then decodes without fail) and kept as its bytes, decoded
+  when a list returns it; :meth:`~FSPullRecordsAccessor.list_image_pulled_records_head`
+  returns the first items of a list with its length and errors, so the in-memory layer's
+  warm-up decodes only the records it keeps (2,000 of 10,000). The kept listing is used only
   while the directory's mtime is the one read before the scan (any create, delete or
   rename in it, by any process, changes that) and this store has written nothing since,
   and for at most a few seconds, and it is dropped by
@@ -77,6 +82,8 @@ from credprov.pullmanager.types import (
     decode_record,
     encode_intent,
     encode_record,
+    well_formed_intent_version,
+    well_formed_record_version,
 )
 
 __all__ = [
@@ -153,6 +160,22 @@ class _Unusable(Exception):
     """A file that exists but cannot be used; ``str()`` is ``<path>: <reason>``."""
 
 
+def _decoded(
+    path: str, data: bytes | None, decode_file: Callable[[str, bytes], tuple[str, _T]]
+) -> tuple[str, _T] | None:
+    """``decode_file(path, data)``; None for no data (the file does not exist).
+
+    Raises:
+        _Unusable: it does not decode.
+    """
+    if data is None:
+        return None
+    try:
+        return decode_file(path, data)
+    except StoreReadError as exc:
+        raise _Unusable(str(exc)) from exc.__cause__
+
+
 def decode_intent_file(path: str, data: bytes) -> tuple[str, ImagePullIntent]:
     """(version, intent) from the bytes of the intent file ``path``, as the list functions
     decode them. Pure: ``path`` only names the file in the error, so a reader that fetched
@@ -179,6 +202,21 @@ def decode_record_file(path: str, data: bytes) -> tuple[str, ImagePulledRecord]:
         return decode_record(data)
     except RecordDecodeError as exc:
         raise StoreReadError(f"{path}: not a valid ImagePulledRecord: {_reason(exc)}") from exc
+
+
+#: kind -> (decode a file's bytes, the same with the store's messages, the file's version if
+#: it is in an encoder's exact form).
+_DECODING: dict[
+    str,
+    tuple[
+        Callable[[bytes], tuple[str, Any]],
+        Callable[[str, bytes], tuple[str, Any]],
+        Callable[[bytes], str | None],
+    ],
+] = {
+    "intent": (decode_intent, decode_intent_file, well_formed_intent_version),
+    "record": (decode_record, decode_record_file, well_formed_record_version),
+}
 
 
 class FSPullRecordsAccessor:
@@ -235,14 +273,26 @@ class FSPullRecordsAccessor:
             and _dir_mtime(directory) == mtime
         )
 
-    def _from_scan(self, kind: str, directory: str) -> tuple[list[Any], list[str]] | None:
+    def _from_scan(
+        self, kind: str, directory: str, limit: int | None = None
+    ) -> tuple[list[Any], int, list[str]] | None:
+        """(the first ``limit`` items a list would return, how many it would return, its
+        errors) from the start-up scan, or None when the scan is gone or out of date."""
         scanned = self._scanned.get(kind)
         if scanned is None:
             return None
         if not self._scan_still_good(directory, scanned[0]):
             self._scanned.pop(kind, None)
             return None
-        return list(scanned[1]), list(scanned[2])
+        items = scanned[1]
+        head = items[:limit]
+        decode = _DECODING[kind][0]
+        for i, item in enumerate(head):
+            if type(item) is bytes:
+                # Kept undecoded by the scan, which made sure it decodes (see _scan_entry);
+                # decoded once, then kept as the object.
+                head[i] = items[i] = decode(item)[1]
+        return head, len(items), list(scanned[2])
 
     # -- intents ------------------------------------------------------------------------------
 
@@ -281,6 +331,17 @@ class FSPullRecordsAccessor:
     def list_image_pull_intents(self) -> tuple[list[ImagePullIntent], list[str]]:
         """Every intent and, for each file that does not decode, one error line."""
         return self._list("intent", self.intents_dir, self._load_intent)
+
+    def list_image_pull_intents_head(
+        self, limit: int
+    ) -> tuple[list[ImagePullIntent], int, list[str]]:
+        """``list_image_pull_intents`` for a caller that keeps only the first ``limit`` items
+        (the in-memory layer's warm-up): (those items, how many there are, the errors).
+
+        Right after construction this decodes only the items it returns: the start-up scan
+        has checked the others.
+        """
+        return self._head("intent", self.intents_dir, self._load_intent, limit)
 
     def count_intents(self) -> int:
         """Valid-looking intent file names (no reads, no decoding)."""
@@ -324,6 +385,12 @@ class FSPullRecordsAccessor:
         """Every record and, for each file that does not decode, one error line."""
         return self._list("record", self.records_dir, self._load_record)
 
+    def list_image_pulled_records_head(
+        self, limit: int
+    ) -> tuple[list[ImagePulledRecord], int, list[str]]:
+        """:meth:`list_image_pull_intents_head` for records."""
+        return self._head("record", self.records_dir, self._load_record, limit)
+
     def count_records(self) -> int:
         """Valid-looking record file names (no reads, no decoding)."""
         return self._count_names("record", self.records_dir)
@@ -335,7 +402,7 @@ class FSPullRecordsAccessor:
     ) -> tuple[list[_T], list[str]]:
         scanned = self._from_scan(kind, directory)
         if scanned is not None:
-            return scanned
+            return scanned[0], scanned[2]
         items: list[_T] = []
         errors: list[str] = []
         for path in self._entries(directory, errors):
@@ -347,6 +414,19 @@ class FSPullRecordsAccessor:
             if got is not None:  # removed between listing and reading
                 items.append(got[1])
         return items, errors
+
+    def _head(
+        self,
+        kind: str,
+        directory: str,
+        load: Callable[[str], tuple[str, _T] | None],
+        limit: int,
+    ) -> tuple[list[_T], int, list[str]]:
+        scanned = self._from_scan(kind, directory, limit)
+        if scanned is not None:
+            return scanned
+        items, errors = self._list(kind, directory, load)
+        return items[:limit], len(items), errors
 
     def _count_names(self, kind: str, directory: str) -> int:
         scanned = self._counted.get(kind)
@@ -425,22 +505,25 @@ class FSPullRecordsAccessor:
     # -- reading ------------------------------------------------------------------------------
 
     def _load_intent(self, path: str) -> tuple[str, ImagePullIntent] | None:
-        data = self._read(path)
-        if data is None:
-            return None
-        try:
-            return decode_intent_file(path, data)
-        except StoreReadError as exc:
-            raise _Unusable(str(exc)) from exc.__cause__
+        return _decoded(path, self._read(path), decode_intent_file)
 
     def _load_record(self, path: str) -> tuple[str, ImagePulledRecord] | None:
+        return _decoded(path, self._read(path), decode_record_file)
+
+    def _scan_entry(self, kind: str, path: str) -> tuple[str, Any] | None:
+        """What the start-up scan keeps of one file: (version, item), as ``_load_*``, except
+        that a file in the storage version and in an encoder's exact form is kept as its
+        bytes, which decode without fail (``well_formed_*_version``): the warm-up decodes
+        only the items it keeps.
+
+        Raises:
+            _Unusable: as ``_load_*``.
+        """
         data = self._read(path)
-        if data is None:
-            return None
-        try:
-            return decode_record_file(path, data)
-        except StoreReadError as exc:
-            raise _Unusable(str(exc)) from exc.__cause__
+        _, decode_file, well_formed_version = _DECODING[kind]
+        if data is not None and well_formed_version(data) == STORAGE_VERSION:
+            return STORAGE_VERSION, data
+        return _decoded(path, data, decode_file)
 
     @staticmethod
     def _read(path: str) -> bytes | None:
@@ -486,7 +569,8 @@ class FSPullRecordsAccessor:
         except OSError as exc:
             errors.append(f"{directory}: cannot list: {_reason(exc)}")
             return []
-        return [os.path.join(directory, n) for n in sorted(names) if is_cache_filename(n)]
+        prefix = os.path.join(directory, "")
+        return [prefix + n for n in sorted(names) if is_cache_filename(n)]
 
     @staticmethod
     def _entries_and_count(directory: str, errors: list[str]) -> tuple[list[str], int | None]:
@@ -494,20 +578,26 @@ class FSPullRecordsAccessor:
 
         The count is None when the directory could not be read (``_count`` then decides).
         """
+        names: list[str] = []
+        subdirectories = 0
         try:
             with os.scandir(directory) as it:
-                found = [
-                    (entry.name, not entry.is_dir(follow_symlinks=False))
-                    for entry in it
-                    if is_cache_filename(entry.name)
-                ]
+                # One pass, no call per entry but is_dir (d_type: no stat); is_cache_filename
+                # inlined: this loop runs once per file at every start.
+                for entry in it:
+                    name = entry.name
+                    if name.startswith(CACHE_FILE_PREFIX) and not name.endswith(TMP_SUFFIX):
+                        names.append(name)
+                        if entry.is_dir(follow_symlinks=False):
+                            subdirectories += 1
         except FileNotFoundError:
             return [], None
         except OSError as exc:
             errors.append(f"{directory}: cannot list: {_reason(exc)}")
             return [], None
-        paths = [os.path.join(directory, name) for name, _ in sorted(found)]
-        return paths, sum(1 for _, counted in found if counted)
+        names.sort()
+        prefix = os.path.join(directory, "")  # os.path.join(directory, name), once
+        return [prefix + name for name in names], len(names) - subdirectories
 
     @staticmethod
     def _count(directory: str) -> int:
@@ -621,23 +711,25 @@ class FSPullRecordsAccessor:
         load: Callable[[str], tuple[str, _T] | None],
         key: Callable[[_T], str],
         write: Callable[[_T], None],
-    ) -> tuple[list[_T], list[str], int | None]:
-        """Migrate the files of one directory; returns what a list would (items, errors)
-        and the valid-looking name count."""
-        items: list[_T] = []
+    ) -> tuple[list[_T | bytes], list[str], int | None]:
+        """Migrate the files of one directory; returns what a list would (items, errors;
+        an item may still be its file's bytes, see ``_scan_entry``) and the valid-looking
+        name count."""
+        items: list[_T | bytes] = []
         errors: list[str] = []
         paths, count = self._entries_and_count(directory, errors)
         self.startup_errors.extend(errors)
         for path in paths:
             try:
                 try:
-                    got = load(path)
+                    got = self._scan_entry(kind, path)
                 except _Unusable as exc:
                     errors.append(str(exc))
                     raise
-                if got is not None:
-                    items.append(got[1])
-                if got is None or got[0] == STORAGE_VERSION:
+                if got is None:
+                    continue
+                items.append(got[1])
+                if got[0] == STORAGE_VERSION:
                     continue
                 with self.locked(kind, key(got[1])):
                     got = load(path)

@@ -7,7 +7,9 @@ PR #131882, Kubernetes 1.34+):
   1024 and 2000 entries whatever the caller asks for;
 * each cache has an *authoritative* flag: while it is set, a miss means "does not exist"
   and the delegate (the file store) is not read. Construction lists both kinds to warm the
-  caches; a list that succeeds without errors and returns fewer items than the capacity
+  caches (through the delegate's ``list_*_head`` when it has one: the same answer, but the
+  file store then decodes only the items the cache keeps); a list that succeeds without
+  errors and returns fewer items than the capacity
   makes its cache authoritative (``cacheRefreshingList``). Any capacity eviction clears
   the flag; explicit deletes do not (the deleted item really is gone);
 * writes and deletes go to the delegate first, and the cache changes only when that worked.
@@ -180,16 +182,29 @@ class CachedPullRecordsAccessor:
         self._intent_locks = StripedLockSet(MAX_LOCK_STRIPES)
         self._record_locks = StripedLockSet(MAX_LOCK_STRIPES)
 
-        # Warm both caches; an error only leaves the cache non-authoritative until a later
-        # list succeeds, as upstream.
+        # Warm both caches (a list of each kind, as upstream: only its first items are
+        # kept); an error only leaves the cache non-authoritative until a later list
+        # succeeds, as upstream.
         try:
-            _, errors = self.list_image_pull_intents()
+            errors = self._warm_up(
+                self._intents,
+                self._intent_locks,
+                getattr(delegate, "list_image_pull_intents_head", None),
+                delegate.list_image_pull_intents,
+                lambda intent: intent.image,
+            )
             if errors:
                 log.info("image pull intents cache is not authoritative: %s", "; ".join(errors))
         except Exception as exc:
             log.info("image pull intents cache is not authoritative: %s", exc)
         try:
-            _, errors = self.list_image_pulled_records()
+            errors = self._warm_up(
+                self._records,
+                self._record_locks,
+                getattr(delegate, "list_image_pulled_records_head", None),
+                delegate.list_image_pulled_records,
+                lambda record: record.image_ref,
+            )
             if errors:
                 log.info("pulled records cache is not authoritative: %s", "; ".join(errors))
         except Exception as exc:
@@ -389,17 +404,48 @@ class CachedPullRecordsAccessor:
             # Hold every key's lock so no write lands between the list and the refill.
             with locks.global_lock():
                 items, errors = list_items()
-                # Strictly fewer than capacity: a full cache cannot tell "all" from "the
-                # first N".
-                complete = not errors and len(items) < cache.max_size
-                authoritative = complete and self._may_be_authoritative
-                with self._mu:
-                    # A partial list still beats an empty cache, never replaces a fuller one.
-                    if complete or len(cache) == 0:
-                        kept = items[: cache.max_size]  # what replace() keeps
-                        cache.replace([(key_of(item), item) for item in kept], authoritative)
+                self._refill(cache, items[: cache.max_size], len(items), errors, key_of)
         self._changed()
         return items, errors
+
+    def _warm_up(
+        self,
+        cache: _LRU[_V],
+        locks: StripedLockSet,
+        list_head: Callable[[int], tuple[list[_V], int, list[str]]] | None,
+        list_items: Callable[[], tuple[list[_V], list[str]]],
+        key_of: Callable[[_V], str],
+    ) -> list[str]:
+        """The construction's ``_refreshing_list`` (the cache is not authoritative yet),
+        through the delegate's ``list_*_head`` when it has one: the file store then decodes
+        only the items the cache keeps. Returns the list's errors."""
+        with locks.global_lock():
+            if list_head is None:
+                items, errors = list_items()
+                kept, total = items[: cache.max_size], len(items)
+            else:
+                kept, total, errors = list_head(cache.max_size)
+            self._refill(cache, kept, total, errors, key_of)
+        self._changed()
+        return errors
+
+    def _refill(
+        self,
+        cache: _LRU[_V],
+        kept: list[_V],
+        total: int,
+        errors: list[str],
+        key_of: Callable[[_V], str],
+    ) -> None:
+        """``cacheRefreshingList``'s refill, from the first ``cache.max_size`` items of a
+        list of ``total`` items (caller holds every stripe lock)."""
+        # Strictly fewer than capacity: a full cache cannot tell "all" from "the first N".
+        complete = not errors and total < cache.max_size
+        authoritative = complete and self._may_be_authoritative
+        with self._mu:
+            # A partial list still beats an empty cache, never replaces a fuller one.
+            if complete or len(cache) == 0:
+                cache.replace([(key_of(item), item) for item in kept], authoritative)
 
     def _changed(self) -> None:
         if self._on_change is None:

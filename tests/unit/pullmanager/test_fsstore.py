@@ -489,6 +489,88 @@ def test_migrate_false_leaves_files(tmp_path: Path) -> None:
     assert not (tmp_path / "image_manager" / ".locks").exists()
 
 
+def _startup_mix(root: Path, alpha: bool) -> None:
+    """Records and intents of every kind the start-up scan tells apart: in the encoder's
+    exact form (kept undecoded until asked for), v1alpha1 (migrated), valid but written
+    otherwise (decoded at once), broken, and entries that are no files at all."""
+    store = _store(root, migrate=False)
+    for i in range(6):
+        store.write_image_pull_intent(f"img-{i}")
+        store.write_image_pulled_record(
+            _record(f"ref-{i}", **{f"r.io/{i}": _creds(nodePodsAccessible=True)})
+        )
+    if alpha:
+        (_pulled(root) / cache_filename("alpha")).write_bytes(
+            encode_record(_record("alpha"), "v1alpha1")
+        )
+    (_pulled(root) / cache_filename("spaced")).write_bytes(
+        encode_record(_record("spaced")).replace(b",", b", ")
+    )
+    (_pulling(root) / cache_filename("spaced")).write_bytes(
+        (_GOOD_INTENT % "spaced").replace(",", ", ").encode()
+    )
+    for directory, kind in ((_pulled(root), _GOOD_RECORD), (_pulling(root), _GOOD_INTENT)):
+        (directory / cache_filename("broken")).write_bytes(b"{")
+        (directory / cache_filename("dup")).write_bytes(
+            (kind % "dup").replace('"}', '","kind":"x"}').encode()
+        )
+        (directory / cache_filename("dir")).mkdir()
+        (directory / cache_filename("link")).symlink_to(directory / cache_filename("broken"))
+
+
+def _listed(store: FSPullRecordsAccessor) -> Any:
+    intents, intent_errors = store.list_image_pull_intents()
+    records, record_errors = store.list_image_pulled_records()
+    return intents, intent_errors, records, record_errors
+
+
+@pytest.mark.parametrize("alpha", [False, True], ids=["kept", "migrated"])
+def test_startup_scan_lists_what_reading_the_files_lists(tmp_path: Path, alpha: bool) -> None:
+    # (A migration write changes the directory: the scan of records is then not used.)
+    _startup_mix(tmp_path, alpha)
+    store = _store(tmp_path)
+    assert len(store.startup_errors) == 8  # 4 unusable entries in each directory
+    from_scan = _listed(store)
+    store.forget_startup_scan()
+    from_files = _listed(store)
+    assert from_scan == from_files
+    assert [len(x) for x in from_files] == [7, 4, 7 + alpha, 4]
+    assert [r.image_ref for r in from_files[2]] == [
+        r.image_ref for r in sorted(from_files[2], key=lambda r: cache_filename(r.image_ref))
+    ]
+
+
+@pytest.mark.parametrize("alpha", [False, True], ids=["kept", "migrated"])
+@pytest.mark.parametrize("limit", [1, 3, 7, 100])
+def test_list_head_is_the_start_of_the_list(tmp_path: Path, limit: int, alpha: bool) -> None:
+    _startup_mix(tmp_path, alpha)
+    store = _store(tmp_path)
+    # First the start-up scan (decoding only what it returns), then the files themselves.
+    heads = [
+        (store.list_image_pull_intents_head(limit), store.list_image_pulled_records_head(limit))
+    ]
+    intents, intent_errors, records, record_errors = _listed(store)
+    if not alpha:
+        # The items decoded for the head are the very objects the list returns next.
+        assert all(a is b for a, b in zip(heads[0][1][0], records, strict=False))
+    store.forget_startup_scan()
+    heads.append(
+        (store.list_image_pull_intents_head(limit), store.list_image_pulled_records_head(limit))
+    )
+    for intent_head, record_head in heads:
+        assert intent_head == (intents[:limit], len(intents), intent_errors)
+        assert record_head == (records[:limit], len(records), record_errors)
+
+
+def test_startup_scan_is_not_used_after_a_change(tmp_path: Path) -> None:
+    _startup_mix(tmp_path, alpha=False)
+    store = _store(tmp_path)
+    store.write_image_pulled_record(_record("new"))
+    records, _ = store.list_image_pulled_records()
+    head, total, _ = store.list_image_pulled_records_head(100)
+    assert "new" in {r.image_ref for r in records} and head == records and total == len(records)
+
+
 # -- write failures ---------------------------------------------------------------------------
 
 

@@ -203,6 +203,50 @@ def test_warm_up_survives_a_raising_delegate() -> None:
     assert cache.get_image_pulled_record("ref") == record("ref")
 
 
+class HeadStore(FakeStore):
+    """A delegate that also offers the file store's ``list_*_head`` (the warm-up's path)."""
+
+    def list_image_pull_intents_head(
+        self, limit: int
+    ) -> tuple[list[ImagePullIntent], int, list[str]]:
+        self._call("list_image_pull_intents_head")
+        return list(self.intents.values())[:limit], len(self.intents), list(self.list_errors)
+
+    def list_image_pulled_records_head(
+        self, limit: int
+    ) -> tuple[list[ImagePulledRecord], int, list[str]]:
+        self._call("list_image_pulled_records_head")
+        return list(self.records.values())[:limit], len(self.records), list(self.list_errors)
+
+
+def _warm_state(cache: CachedPullRecordsAccessor) -> tuple[object, ...]:
+    return (
+        cache.intents_authoritative,
+        cache.records_authoritative,
+        list(cache._intents.data.items()),
+        list(cache._records.data.items()),
+    )
+
+
+@pytest.mark.parametrize("errors", [[], ["sha256-abc: strict decoding error"]])
+@pytest.mark.parametrize(("items", "size"), [(0, 5), (4, 5), (5, 5), (6, 5), (12, 5)])
+def test_warm_up_through_list_head_fills_the_cache_as_a_list_does(
+    items: int, size: int, errors: list[str]
+) -> None:
+    caches = []
+    for kind in (FakeStore, HeadStore):
+        store = kind(intents=items, records=items)
+        store.list_errors = errors
+        caches.append(
+            CachedPullRecordsAccessor(
+                store, intents_cache_size=size, pulled_records_cache_size=size
+            )
+        )
+        lists = {"list_image_pull_intents", "list_image_pulled_records"}
+        assert (set(store.calls) & lists == set()) is (kind is HeadStore)
+    assert _warm_state(caches[0]) == _warm_state(caches[1])
+
+
 def test_authoritative_cache_stays_authoritative_on_a_failing_list() -> None:
     store = FakeStore(records=2)
     cache = CachedPullRecordsAccessor(store)
