@@ -176,7 +176,9 @@ def main() -> int:
                 capture_output=True,
                 text=True,
                 check=False,
-                env={**os.environ},
+                # Bytecode as an installed node has it: an environment that forbids writing
+                # it would put compiling the pull manager's modules inside the window.
+                env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
             )
             if proc.returncode != 0:
                 print("start-up child failed:", proc.stderr[-500:])
