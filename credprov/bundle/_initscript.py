@@ -15,9 +15,8 @@ Children started by :mod:`subprocess` get the defaults back (``restore_signals``
 Built-in modules only (``sys``, ``_signal``): nothing read from the archive.
 """
 
-import sys
-
 import _signal
+import sys
 
 sys.frozen = True  # type: ignore[attr-defined]
 _signal.signal(_signal.SIGPIPE, _signal.SIG_IGN)

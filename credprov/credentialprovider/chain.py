@@ -25,19 +25,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from credprov.credentialprovider.images import (
+from credprov.errors import CredentialProviderError
+from credprov.imageauth.images import (
     InvalidImageError,
     image_name_error,
     parse_image_name,
 )
-from credprov.credentialprovider.keyring import (
+from credprov.imageauth.keyring import (
     DockerKeyring,
     Keyring,
     ServiceAccountCoordinates,
     TrackedAuthConfig,
     make_pull_secret_keyring,
 )
-from credprov.errors import CredentialProviderError
 
 # typing costs start-up on every CLI run; the protocols below are for type checkers, and
 # plain classes at run time (mypy reads TYPE_CHECKING as typing's).
@@ -214,7 +214,7 @@ class CredentialSource(Protocol):
         """Credentials for ``request.repo``.
 
         Raises:
-            credprov.credentialprovider.keyring.KeyringError: a pull secret whose payload does not parse.
+            credprov.imageauth.keyring.KeyringError: a pull secret whose payload does not parse.
         """
         ...
 
@@ -230,7 +230,7 @@ class PullSecrets:
         """The pull secrets' credentials for ``request.repo``.
 
         Raises:
-            credprov.credentialprovider.keyring.KeyringError: a payload that does not parse.
+            credprov.imageauth.keyring.KeyringError: a payload that does not parse.
         """
         if not request.pull_secrets:
             return _NOTHING
@@ -295,7 +295,7 @@ class CredentialChain:
         kubelet's text (``couldn't parse image name ...``).
 
         Raises:
-            credprov.credentialprovider.keyring.KeyringError: a pull secret whose payload does not parse.
+            credprov.imageauth.keyring.KeyringError: a pull secret whose payload does not parse.
         """
         resolution = ImageResolution(image=image)
         try:

@@ -18,8 +18,8 @@ from credprov.credentialprovider.chain import (
     PodInfo,
     default_chain,
 )
-from credprov.credentialprovider.keyring import DockerKeyring
 from credprov.credentialprovider.plugin.registry import CredentialProviders
+from credprov.imageauth.keyring import DockerKeyring
 
 __all__ = ["Engine", "ImageResolution", "resolve_credentials"]
 

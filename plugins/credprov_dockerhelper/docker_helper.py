@@ -177,7 +177,7 @@ def lookup(server_url: str, environ: Mapping[str, str]) -> tuple[str, str] | Non
             matching plugin failed.
     """
     from credprov.credentialprovider.engine import Engine, ImageResolution
-    from credprov.credentialprovider.keyring import KeyringError, make_pull_secret_keyring
+    from credprov.imageauth.keyring import KeyringError, make_pull_secret_keyring
 
     host, path = normalize_server_url(server_url)
     _follow_go(environ)

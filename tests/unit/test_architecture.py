@@ -26,14 +26,50 @@ ROOT = Path(__file__).resolve().parents[2]
 # -- import cycles ---------------------------------------------------------------------------
 
 
-def import_cycles(package: str) -> list[list[str]]:
-    """The import cycles of ``package``: every strongly connected component of more than one
-    module in its import graph, TYPE_CHECKING imports included (a type checker needs them
-    resolved as much as the interpreter does). Each component is sorted, the list too."""
-    graph = grimp.build_graph(package, exclude_type_checking_imports=False, cache_dir=None)
-    return _strongly_connected(
-        {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
-    )
+#: The packages whose import graph is checked: credprov and each plugin under plugins/.
+PACKAGES = ("credprov", *sorted(p.parent.name for p in (ROOT / "plugins").glob("*/__init__.py")))
+
+
+def import_graph(packages: Iterable[str]) -> dict[str, set[str]]:
+    """Module -> the modules of ``packages`` it imports directly, TYPE_CHECKING imports
+    included (a type checker needs them resolved as much as the interpreter does)."""
+    graph = grimp.build_graph(*packages, exclude_type_checking_imports=False, cache_dir=None)
+    return {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
+
+
+def import_cycles(*packages: str) -> list[list[str]]:
+    """The module cycles of ``packages``: every strongly connected component of more than
+    one module in their import graph. Each component is sorted, the list too."""
+    return _strongly_connected(import_graph(packages))
+
+
+def package_cycles(*packages: str) -> list[list[str]]:
+    """The cycles between sibling packages and modules at every level of ``packages``
+    (``credprov.sdk`` <-> ``credprov.credentialprovider``, though no single module cycle
+    joins them) and between the top-level packages themselves (a plugin importing another
+    that imports it back). At each package, every module below it counts as its child on
+    the way (``credprov.sdk._runtime`` as ``credprov.sdk``); the package's own
+    ``__init__`` is the parent, not a sibling."""
+    edges = import_graph(packages)
+    parents = {m.rpartition(".")[0] for m in edges if "." in m} | {""}
+    found: list[list[str]] = []
+    for parent in sorted(parents):
+        prefix = f"{parent}." if parent else ""
+
+        def child(module: str, prefix: str = prefix) -> str | None:
+            if not module.startswith(prefix) or module == prefix[:-1]:
+                return None
+            return prefix + module[len(prefix) :].split(".")[0]
+
+        collapsed: dict[str, set[str]] = {}
+        for module, imported in edges.items():
+            source = child(module)
+            if source is None:
+                continue
+            targets = {child(m) for m in imported} - {None, source}
+            collapsed.setdefault(source, set()).update(t for t in targets if t)
+        found.extend(_strongly_connected(collapsed))
+    return sorted(found)
 
 
 def _strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -82,9 +118,16 @@ def _strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
-def test_credprov_has_no_import_cycle() -> None:
-    cycles = import_cycles("credprov")
+def test_credprov_and_the_plugins_have_no_module_cycle() -> None:
+    cycles = import_cycles(*PACKAGES)
     assert not cycles, "import cycles (move the shared piece down a layer):\n" + "\n".join(
+        " <-> ".join(c) for c in cycles
+    )
+
+
+def test_credprov_and_the_plugins_have_no_package_cycle() -> None:
+    cycles = package_cycles(*PACKAGES)
+    assert not cycles, "package cycles (move the shared piece below both):\n" + "\n".join(
         " <-> ".join(c) for c in cycles
     )
 
@@ -154,10 +197,82 @@ def test_import_cycles_are_found(
             del sys.modules[name]
 
 
+@pytest.mark.parametrize(
+    ("files", "module_cycles", "package_level"),
+    [
+        pytest.param(
+            {
+                "cyp_s/__init__.py": "",
+                "cyp_s/config.py": (
+                    "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from cyp_s.schema import M\n"
+                ),
+                "cyp_s/schema.py": "from cyp_s.config import _quote\n",
+                "cyp_s/main.py": "from cyp_s import config\n",
+            },
+            [["cyp_s.config", "cyp_s.schema"]],
+            [["cyp_s.config", "cyp_s.schema"]],
+            id="plugin-module-cycle",  # static's schema <-> config, as it was
+        ),
+        pytest.param(
+            {
+                "cyp_p/__init__.py": "",
+                "cyp_p/sdk/__init__.py": "",
+                "cyp_p/sdk/run.py": "from cyp_p.core import keyring\n",
+                "cyp_p/sdk/launch.py": "",
+                "cyp_p/core/__init__.py": "",
+                "cyp_p/core/keyring.py": "",
+                "cyp_p/core/install.py": "from cyp_p.sdk import launch\n",
+            },
+            [],
+            [["cyp_p.core", "cyp_p.sdk"]],
+            id="package-cycle",  # sdk <-> credentialprovider, as it was: no module cycle
+        ),
+        pytest.param(
+            {
+                "cyp_a/__init__.py": "",
+                "cyp_a/main.py": "from cyp_b import util\n",
+                "cyp_a/x.py": "",
+                "cyp_b/__init__.py": "",
+                "cyp_b/util.py": "",
+                "cyp_b/helper.py": "import cyp_a.x\n",
+            },
+            [],
+            [["cyp_a", "cyp_b"]],
+            id="between-top-level-packages",  # a plugin and another, or credprov
+        ),
+        pytest.param(
+            {
+                "cyp_d/__init__.py": "from cyp_d.sub.low import f\n",
+                "cyp_d/sub/__init__.py": "",
+                "cyp_d/sub/low.py": "def f(): ...\n",
+                "cyp_d/high.py": "import cyp_d\nfrom cyp_d.sub import low\n",
+            },
+            [],
+            [],
+            id="acyclic",  # a package's __init__ importing its children is no cycle
+        ),
+    ],
+)
+def test_package_cycles_are_found(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    files: dict[str, str],
+    module_cycles: list,
+    package_level: list,
+) -> None:
+    _write_tree(tmp_path, files)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    packages = sorted({name.split("/")[0] for name in files})
+    try:
+        assert import_cycles(*packages) == module_cycles
+        assert package_cycles(*packages) == package_level
+    finally:
+        for name in [m for m in sys.modules if m.split(".")[0] in packages]:
+            del sys.modules[name]
+
+
 # -- one error root --------------------------------------------------------------------------
 
-#: Packages whose every module is imported to find exception classes.
-PACKAGES = ("credprov", *sorted(p.parent.name for p in (ROOT / "plugins").glob("*/__init__.py")))
 
 #: Public exception classes (``module.Class``) that may stay outside CredprovError, with the
 #: reason (a stale entry fails).

@@ -31,7 +31,6 @@ from credprov.credentialprovider.chain import (
     ProvideResult,
     ServiceAccountAPI,
 )
-from credprov.credentialprovider.keyring import DockerKeyring, TrackedAuthConfig
 from credprov.credentialprovider.plugin.config import (
     SERVICE_ACCOUNT_TOKEN_GATE,
     ConfigError,
@@ -43,6 +42,7 @@ from credprov.credentialprovider.plugin.config import (
 from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, ExecPlugin
 from credprov.credentialprovider.plugin.metrics import Metrics
 from credprov.credentialprovider.plugin.provider import PluginProvider
+from credprov.imageauth.keyring import DockerKeyring, TrackedAuthConfig
 
 __all__ = [
     "CredentialProviders",

@@ -260,7 +260,7 @@ def test_rotated_secret_is_still_known(node: Node, capsys: pytest.CaptureFixture
     assert len(node.runtime.pulls) == pulls
     [record] = node.records()
     [cred] = record["credentialMapping"][f"{REGISTRY}/private/app"]["kubernetesSecrets"]
-    from credprov.credentialprovider.keyring import hash_auth_config
+    from credprov.imageauth.keyring import hash_auth_config
 
     assert cred["credentialHash"] == hash_auth_config("robot", "rotated-" + CANARY)
 
