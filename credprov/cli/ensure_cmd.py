@@ -189,7 +189,7 @@ def _pod_and_credentials(args: argparse.Namespace) -> tuple[Any, Any, Any, Any, 
     """The pod, the ``--objects`` view of it (or None), the credential engine, the pull
     secrets and the names of missing ones; prints the kubelet's warning line for each
     pull secret it could not retrieve (the pod event comes only when a pull then fails)."""
-    from credprov.kubelet import node as node_mod
+    from credprov.credentialprovider.engine import NodeSettings, node_engine
     from credprov.kubelet.podspec import load_pod, missing_secret_warning, select_pull_secrets
 
     gates = feature_gates(args)
@@ -202,13 +202,15 @@ def _pod_and_credentials(args: argparse.Namespace) -> tuple[Any, Any, Any, Any, 
         if args.node:
             raise CLIError("--node needs --objects (the cluster the node belongs to)")
         pod = load_pod(args.pod)
-    engine = node_mod.node_engine(
-        args.node_docker_config,
-        (args.config, args.bin_dir) if args.config else None,
-        gates,
+    settings = NodeSettings(
+        config=args.config or None,
+        bin_dir=args.bin_dir if args.config else None,
+        node_docker_config=args.node_docker_config,
+        feature_gates=gates,
         plugin_timeout=args.plugin_timeout,
-        as_pod=as_pod,
+        service_accounts=as_pod.service_accounts if as_pod is not None else None,
     )
+    engine = node_engine(settings)
     if as_pod is None:
         from credprov.credentialprovider.objects import load_pull_secrets
 

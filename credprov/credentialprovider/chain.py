@@ -304,8 +304,30 @@ class CredentialChain:
             # pkg/util/parsers.ParseImageName's wrapping.
             resolution.error = str(image_name_error(image, exc))
             return resolution
-        resolution.repo = repo
-        request = CredentialRequest(image, repo, pull_secrets, pod)
+        return self._ask(resolution, CredentialRequest(image, repo, pull_secrets, pod))
+
+    def resolve_registry(
+        self,
+        registry: str,
+        pull_secrets: Sequence[Mapping[str, Any]] = (),
+        pod: PodInfo | None = None,
+    ) -> ImageResolution:
+        """The credentials for the registry host ``registry`` itself, in try order: every
+        source is asked about the host, as it is about an image's repository.
+
+        For callers that name a registry rather than an image (a Docker credential helper's
+        server URL): :func:`parse_image_name` would read a bare host as a Docker Hub
+        repository.
+
+        Raises:
+            credprov.imageauth.keyring.KeyringError: a pull secret whose payload does not parse.
+        """
+        resolution = ImageResolution(image=registry, repo=registry)
+        return self._ask(resolution, CredentialRequest(registry, registry, pull_secrets, pod))
+
+    def _ask(self, resolution: ImageResolution, request: CredentialRequest) -> ImageResolution:
+        """Walk the sources in order for ``request``; their answers fill ``resolution``."""
+        resolution.repo = request.repo
         credentials: list[TrackedAuthConfig] = []
         providers: list[ProvideResult] = []
         for source in self.sources:
