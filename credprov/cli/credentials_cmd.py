@@ -35,18 +35,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument("images", nargs="*", metavar="IMAGE")
     opts.CONFIG.add(p, required=True)
     opts.BIN_DIR.add(p, required=True)
-    p.add_argument(
-        "--pull-secret",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a Secret (or List of Secrets) of type kubernetes.io/dockerconfigjson or "
-        "kubernetes.io/dockercfg, YAML or JSON; repeatable. Other Secrets (and a docker "
-        "config.json, which belongs in --node-docker-config) are ignored as the kubelet "
-        "ignores them, with a warning",
+    opts.PULL_SECRET.add(
+        p,
+        note="Secrets of other types (and a docker config.json, which belongs in "
+        "--node-docker-config) are ignored as the kubelet ignores them, with a warning",
     )
-    for option in (opts.NODE_DOCKER_CONFIG, opts.OBJECTS, opts.POD, opts.NODE):
+    for option in (opts.NODE_DOCKER_CONFIG, opts.OBJECTS, opts.POD):
         option.add(p)
+    opts.NODE.add(p, note="default: the pod's spec.nodeName")
     p.add_argument(
         "--parallel", type=_positive_int, default=1, metavar="N", help="resolve N images at once"
     )

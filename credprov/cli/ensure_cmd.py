@@ -9,7 +9,7 @@ container runtime over CRI, with the ``KubeletEnsureSecretPulledImages`` pull ma
 keeping its records under ``--root-dir/image_manager`` as the kubelet does:
 
 * credentials come from the pod's ``imagePullSecrets`` (looked up by name in the pod's
-  namespace among the ``--secrets`` objects), then the node's docker config, then the
+  namespace among the ``--pull-secret`` objects), then the node's docker config, then the
   credential provider plugins of ``--config``/``--bin-dir``, in the kubelet's order, and
   only when a decision needs them;
 * with ``--objects FILE``, ``--pod NS/NAME`` is a pod of that cluster and the command runs
@@ -89,16 +89,13 @@ def add_parser(sub: Any) -> None:
     )
     opts.CRI.add(p, required=True)
     opts.ROOT_DIR.add(p, required=True)
-    opts.POD.add(p, required=True)
-    p.add_argument(
-        "--secrets",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="Secret objects (or a List) the pod's imagePullSecrets may name; repeatable "
-        "(not with --objects)",
+    opts.POD.add(p, required=True, note="or a Pod file, YAML or JSON, without --objects")
+    opts.PULL_SECRET.add(
+        p, aliases=("--secrets",), note="the pod's imagePullSecrets are looked up among them"
     )
-    for option in (opts.OBJECTS, opts.NODE, opts.CONFIG, opts.BIN_DIR, opts.NODE_DOCKER_CONFIG):
+    opts.OBJECTS.add(p)
+    opts.NODE.add(p, note="default: the pod's spec.nodeName")
+    for option in (opts.CONFIG, opts.BIN_DIR, opts.NODE_DOCKER_CONFIG):
         option.add(p)
     p.add_argument(
         "--policy",
@@ -214,7 +211,7 @@ def _pod_and_credentials(args: argparse.Namespace) -> tuple[Any, Any, Any, Any, 
     if as_pod is None:
         from credprov.credentialprovider.objects import load_pull_secrets
 
-        secrets, missing = select_pull_secrets(pod, load_pull_secrets(args.secrets))
+        secrets, missing = select_pull_secrets(pod, load_pull_secrets(args.pull_secret))
         warnings = [missing_secret_warning(pod, name) for name in missing]
     for warning in warnings:
         print(f"credprov: warning: {warning}", file=sys.stderr)
@@ -229,9 +226,9 @@ def _pod_from_objects(args: argparse.Namespace, gates: Any) -> tuple[Any, Any]:
     from credprov.kubelet.aspod import load_as_pod
     from credprov.kubelet.podspec import parse_pod
 
-    if args.secrets:
+    if args.pull_secret:
         raise CLIError(
-            "--secrets cannot be combined with --objects: the pod's imagePullSecrets are "
+            "--pull-secret cannot be combined with --objects: the pod's imagePullSecrets are "
             "read from --objects through the Node authorizer"
         )
     as_pod = load_as_pod(args.objects, args.pod, args.node, gates)
