@@ -244,7 +244,7 @@ def glibc_needs(root: Path) -> list[GlibcNeed]:
         if path.is_symlink() or not path.is_file():
             continue
         with path.open("rb") as fh:
-            if fh.read(4) != b"\x7fELF":
+            if fh.read(4) != elf.MAGIC:
                 continue
             fh.seek(0)
             info = elf.parse(fh.read())
