@@ -132,16 +132,9 @@ class OneLineErrorParser(argparse.ArgumentParser):
 # -- options -----------------------------------------------------------------------------------
 
 
-def _warn_if_deprecated(action: argparse.Action, option_string: str | None) -> None:
-    if option_string is not None and option_string not in action.option_strings:
-        print(
-            f"credprov: warning: {option_string} is deprecated; use {action.option_strings[-1]}",
-            file=sys.stderr,
-        )
-
-
-class _DeprecatedAliasAction(argparse._StoreAction):
-    """A store action that warns when reached through a spelling it no longer shows."""
+class _WarnsWhenDeprecated(argparse.Action):
+    """Mixed into an argparse action: warn when it is reached through a spelling it no
+    longer shows (a deprecated alias), then act as usual."""
 
     def __call__(
         self,
@@ -150,22 +143,20 @@ class _DeprecatedAliasAction(argparse._StoreAction):
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        _warn_if_deprecated(self, option_string)
+        if option_string is not None and option_string not in self.option_strings:
+            print(
+                f"credprov: warning: {option_string} is deprecated; use {self.option_strings[-1]}",
+                file=sys.stderr,
+            )
         super().__call__(parser, namespace, values, option_string)
 
 
-class _DeprecatedAliasAppendAction(argparse._AppendAction):
-    """An append action (a repeatable option) that warns as :class:`_DeprecatedAliasAction`."""
+class _DeprecatedAliasAction(_WarnsWhenDeprecated, argparse._StoreAction):
+    """A store action with deprecated aliases."""
 
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        _warn_if_deprecated(self, option_string)
-        super().__call__(parser, namespace, values, option_string)
+
+class _DeprecatedAliasAppendAction(_WarnsWhenDeprecated, argparse._AppendAction):
+    """An append action (a repeatable option) with deprecated aliases."""
 
 
 class Option:
