@@ -26,7 +26,7 @@ from credprov.imageauth.matching import (
     split_plain_target,
     urls_match_str,
 )
-from tests.unit.credentialprovider.plugin.test_provider_cache import ScriptedPlugin, make_provider
+from tests.unit.credentialprovider.plugin.test_provider import ScriptedPlugin, make_provider
 
 GLOBS = [
     "registry.io",

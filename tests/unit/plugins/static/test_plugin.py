@@ -28,7 +28,7 @@ from tests.conftest import CANARY
 
 G = "credentialprovider.kubelet.k8s.io"
 NAME = "static-credential-provider"
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 
 
 # -- helpers ----------------------------------------------------------------------------------
