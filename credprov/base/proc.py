@@ -23,14 +23,18 @@ Standard library only: the plugin SDK imports it on its cold path.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import selectors
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
-from typing import IO
+
+# Annotations only: logging and typing cost start-up on the paths that run a child (the
+# docker-helper plugin, the engine's plugin runs), and dataclasses more (inspect, ast...).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import logging
+    from typing import IO
 
 #: How long to wait for the pipes to close after the child itself exited (a grandchild may
 #: still hold them) before killing its process group.
@@ -42,7 +46,6 @@ _EXIT_POLL_SECONDS = 0.005
 _CHUNK = 65536
 
 
-@dataclass
 class Outcome:
     """How a bounded run ended.
 
@@ -51,11 +54,26 @@ class Outcome:
     reaped (``-SIGKILL`` when it was killed). Output is what was read up to the stop.
     """
 
-    stdout: bytes
-    stderr: bytes
-    returncode: int
-    timed_out: bool = False
-    overflow: str | None = None
+    __slots__ = ("overflow", "returncode", "stderr", "stdout", "timed_out")
+
+    def __init__(
+        self,
+        stdout: bytes,
+        stderr: bytes,
+        returncode: int,
+        timed_out: bool = False,
+        overflow: str | None = None,
+    ) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.returncode = returncode
+        self.timed_out = timed_out
+        self.overflow = overflow
+
+    def __repr__(self) -> str:  # never the output: it may hold a secret
+        return (f"Outcome(returncode={self.returncode}, stdout={len(self.stdout)} bytes, "
+                f"stderr={len(self.stderr)} bytes, timed_out={self.timed_out}, "
+                f"overflow={self.overflow!r})")  # fmt: skip
 
     @property
     def failed(self) -> bool:

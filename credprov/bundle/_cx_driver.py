@@ -122,7 +122,7 @@ def main(config_path: str) -> int:
         zip_include_packages=config["zip_include"],
         zip_exclude_packages=config["zip_exclude"],
         replace_paths=[("*", "")],
-        compress=False,  # stored: no inflating on every import
+        compress=False,  # unpacked afterwards (credprov.bundle.freeze.unpack_archive)
         zip_filename="library.zip",
         silent=True,
     )

@@ -43,6 +43,12 @@ NOT_KUBELET_PLUGINS = frozenset({"docker-credential-credprov"})
 
 RUNTIME_NAME = "credprov-plugins"
 
+#: The runtime's file; ``runtime/credprov-plugins`` is a symlink to it. freeze-core's
+#: ``__startup__`` (frozen into the executable) imports :mod:`string`, and with it ``re``,
+#: ``enum`` and ``collections`` (about 8 ms of every start), to make an identifier of an
+#: executable's real name when that name is not one; this name is.
+RUNTIME_FILE = "credprov_plugins"
+
 #: The one prefix ``install --prefix`` may put before plugin names (stripped here).
 NAME_PREFIX = "credprov-"
 
@@ -76,6 +82,28 @@ def main(plugins: dict[str, str] | None = None, tools: dict[str, str] | None = N
     module_name, _, attr = entry.partition(":")
     module = __import__(module_name, fromlist=[attr])
     return int(getattr(module, attr)() or 0)
+
+
+def leave(code: int) -> None:
+    """Exit with ``code`` as the interpreter would, without its finalisation.
+
+    What an exit must do still happens: the ``atexit`` functions run (logging's flush, the
+    removal of a plugin's temporary CA file) and stdout and stderr are flushed (exit status
+    120 when that fails, as CPython's). What is skipped is tearing down every module and
+    object, which nothing a plugin writes depends on: about 3 ms of each plugin start
+    (``benchmarks/bench_startup.py``). Only the frozen entry script calls this, once ``main``
+    has returned; an exception still leaves through the interpreter.
+    """
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            code = code or 120
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -18,10 +18,13 @@ Layout of the tarball (``credprov-plugins-<version>-linux-<arch>.tar.gz``)::
     credprov-plugins/REQUIREMENTS       what a node needs (glibc floor, libraries), measured,
                                         and what the bundle carries (CPython, OpenSSL, every
                                         frozen distribution with its version)
-    credprov-plugins/MANIFEST           ``sha256  path`` of every regular file of runtime/, so
-                                        ``install`` can tell a whole installed runtime from a
-                                        damaged one (``sha256sum -c``, no Python on the node)
-    credprov-plugins/runtime/           the frozen runtime (credprov-plugins + lib/)
+    credprov-plugins/MANIFEST           ``sha256  path`` of every regular file of runtime/
+                                        (and of the credprov-plugins link), so ``install`` can
+                                        tell a whole installed runtime from a damaged one
+                                        (``sha256sum -c``, no Python on the node)
+    credprov-plugins/runtime/           the frozen runtime: credprov_plugins (the executable),
+                                        credprov-plugins (a link to it, the name everything
+                                        uses) and lib/ (every module a .pyc file, no archive)
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from importlib import resources
 from pathlib import Path
 
 from credprov.base import elf
-from credprov.bundle._multicall import PLUGINS, RUNTIME_NAME, TOOLS
+from credprov.bundle._multicall import PLUGINS, RUNTIME_FILE, RUNTIME_NAME, TOOLS
 from credprov.bundle.freeze import FLOOR, NODE_LIBRARIES, Interpreter, freeze, pinned_distributions
 from credprov.bundle.layout import BUNDLE_DIR, BundleError, go_arch
 from credprov.bundle.tarball import open_bundle
@@ -84,10 +87,6 @@ EXCLUDES = (
     "lib2to3",
     "pydoc_data",
 )
-
-#: Packages that read their own files by path (botocore's service models, certifi's CA file
-#: for the SDKs' fallback) stay out of ``library.zip``.
-ZIP_EXCLUDE = ("botocore", "certifi")
 
 #: botocore service models the ECR plugin calls (private and public ECR, STS for KEP-4412
 #: roles, SSO for profiles that use it); every other service's models are removed.
@@ -137,7 +136,7 @@ def _package_root(package: str) -> str:
 
 def _entry_text(plugins: Sequence[str]) -> str:
     table = {n: PLUGINS[n] for n in plugins}
-    return f"import sys\nfrom credprov.bundle._multicall import main\nsys.exit(main({table!r}))\n"
+    return f"from credprov.bundle._multicall import leave, main\nleave(main({table!r}))\n"
 
 
 def _prune_botocore(internal: Path) -> None:
@@ -175,16 +174,16 @@ def _freeze(plugins: Sequence[str], workdir: Path, arch: str) -> tuple[Path, Int
     runtime.parent.mkdir(parents=True)
     found = freeze(
         entry,
-        RUNTIME_NAME,
+        RUNTIME_FILE,
         runtime,
         arch,
         sources=sorted({_package_root("credprov"), *(_package_root(p) for p in packages)}),
         packages=packages,
         includes=includes,
         excludes=_excludes(plugins),
-        zip_exclude=ZIP_EXCLUDE,
     )
     _prune_botocore(runtime / "lib")
+    (runtime / RUNTIME_NAME).symlink_to(RUNTIME_FILE)
     return runtime, found
 
 
@@ -268,12 +267,20 @@ def manifest_text(root: Path) -> str:
     """``sha256sum``'s format (``<hex>  <relative path>``) for every regular file under
     ``root``, sorted by path: what ``sha256sum -c`` run in an installed copy checks.
 
-    Symlinks and directories are not listed (a frozen runtime has no symlinks);
-    a name with a newline or a backslash could not be written in this format and is refused.
+    A symlink to a regular file under ``root`` (``credprov-plugins``, see
+    :data:`~credprov.bundle._multicall.RUNTIME_FILE`) is listed with its file's digest:
+    ``sha256sum -c`` follows it, so a missing or retargeted link fails the check too. Other
+    symlinks are refused, directories are not listed; a name with a newline or a backslash
+    could not be written in this format and is refused.
     """
     lines = []
     for path in sorted(root.rglob("*")):
-        if path.is_symlink() or not path.is_file():
+        if path.is_symlink():
+            target = path.resolve()
+            if not (target.is_file() and target.is_relative_to(root.resolve())):
+                raise BundleError(f"runtime symlink {path.relative_to(root)} does not name "
+                                  "a runtime file")  # fmt: skip
+        elif not path.is_file():
             continue
         rel = path.relative_to(root).as_posix()
         if "\n" in rel or "\\" in rel:

@@ -211,7 +211,8 @@ def _scan(path: Path, tar: tarfile.TarFile, limits: Limits) -> BundleTarball:
     seen: set[str] = set()
     metadata: dict[str, str] = {}
     runtime_files: dict[str, str] = {}
-    runtime_head = b""
+    heads: dict[str, bytes] = {}  # the first bytes of runtime/'s top-level files
+    runtime_links: dict[str, str] = {}  # symlinks in runtime/: name → normalised target
     while True:
         try:
             member = tar.next()
@@ -235,10 +236,14 @@ def _scan(path: Path, tar: tarfile.TarFile, limits: Limits) -> BundleTarball:
         elif member.isreg() and member.name.startswith(_RUNTIME):
             fh = tar.extractfile(member)
             assert fh is not None
-            if short == "runtime/credprov-plugins":
-                runtime_head = fh.read(64)
+            if "/" not in short.removeprefix("runtime/"):  # the executable is one of these
+                heads[short] = fh.read(64)
                 fh.seek(0)
             runtime_files[member.name.removeprefix(_RUNTIME)] = _sha256(fh)
+        elif member.issym() and member.name.startswith(_RUNTIME):
+            runtime_links[member.name] = posixpath.normpath(
+                posixpath.join(posixpath.dirname(member.name), member.linkname)
+            )
     # tarfile ends quietly at a header it cannot read: a complete archive ends with zeros.
     fileobj = tar.fileobj
     assert fileobj is not None
@@ -248,6 +253,14 @@ def _scan(path: Path, tar: tarfile.TarFile, limits: Limits) -> BundleTarball:
             path, f"truncated or corrupt tar: it stops after {len(members)} entries without "
             "its end-of-archive blocks",
         )  # fmt: skip
+    # A symlink in runtime/ (runtime/credprov-plugins) stands for the file it names.
+    for name, target in runtime_links.items():
+        rel = target.removeprefix(_RUNTIME)
+        if not target.startswith(_RUNTIME) or rel not in runtime_files:
+            raise _error(path, f"symlink {name} does not name a file of runtime/")
+        runtime_files[name.removeprefix(_RUNTIME)] = runtime_files[rel]
+        heads.setdefault(name.removeprefix(BUNDLE_DIR + "/"), heads.get(f"runtime/{rel}", b""))
+    runtime_head = heads.get("runtime/credprov-plugins", b"")
     for required in ("install", "runtime/credprov-plugins", "BUILD_ID", "PLUGINS",
                      "REQUIREMENTS"):  # fmt: skip
         if f"{BUNDLE_DIR}/{required}" not in seen:

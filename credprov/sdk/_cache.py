@@ -14,11 +14,11 @@ foreign or expired entry counts as absent. Standard library only.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import time
 
+from credprov.base import fastjson
 from credprov.errors import PluginSDKError
 
 # typing costs ~10 ms of start-up (re, enum, contextlib) on a plugin's warm path; the
@@ -74,7 +74,7 @@ def _jwt_claims(token: str) -> dict[str, Any] | None:
 
     payload = parts[1] + "=" * (-len(parts[1]) % 4)
     try:
-        claims = json.loads(base64.urlsafe_b64decode(payload))
+        claims = fastjson.loads(base64.urlsafe_b64decode(payload))
     except (ValueError, TypeError):
         return None
     return claims if isinstance(claims, dict) else None
@@ -100,10 +100,10 @@ def service_account_identity(
             sa = k8s.get("serviceaccount") or {}
             ns = k8s.get("namespace")
             if isinstance(sa, dict) and ns and sa.get("name") and sa.get("uid"):
-                ident = json.dumps(["sa", ns, sa["name"], sa["uid"]])
+                ident = fastjson.dumps(["sa", ns, sa["name"], sa["uid"]])
     if not ident:
-        ident = json.dumps(["token", sha256(token.encode("utf-8")).hexdigest()])
-    return ident + json.dumps(sorted(annotations.items()))
+        ident = fastjson.dumps(["token", sha256(token.encode("utf-8")).hexdigest()])
+    return ident + fastjson.dumps(sorted(annotations.items()))
 
 
 class ResponseCache:
@@ -146,9 +146,9 @@ class ResponseCache:
         """(cacheKeyType, key) to look up for ``image``, in the kubelet's order."""
         registry = image.split("/")[0]
         return [
-            ("Image", json.dumps(["Image", image, identity])),
-            ("Registry", json.dumps(["Registry", registry, identity])),
-            ("Global", json.dumps(["Global", "", identity])),
+            ("Image", fastjson.dumps(["Image", image, identity])),
+            ("Registry", fastjson.dumps(["Registry", registry, identity])),
+            ("Global", fastjson.dumps(["Global", "", identity])),
         ]
 
     @staticmethod
@@ -156,7 +156,7 @@ class ResponseCache:
         """The entry key of an answer: its cacheKeyType, what that type keys on (the image,
         its registry, or nothing) and the service-account identity, as one JSON string."""
         base = {"Image": image, "Registry": image.split("/")[0], "Global": ""}[cache_key_type]
-        return json.dumps([cache_key_type, base, identity])
+        return fastjson.dumps([cache_key_type, base, identity])
 
     def get(self, image: str, identity: str) -> dict[str, Any] | None:
         """The freshest valid entry for ``image``, with ``remaining`` seconds, or None."""
@@ -203,7 +203,7 @@ class ResponseCache:
         finally:
             os.close(fd)
         try:
-            entry = json.loads(data)
+            entry = fastjson.loads(data)
         except ValueError:
             return None
         if not isinstance(entry, dict) or entry.get("format") != FORMAT:
@@ -246,7 +246,7 @@ class ResponseCache:
         }
         if credentials_expire_at is not None:
             entry["credentialsExpireAt"] = credentials_expire_at
-        data = json.dumps(entry, separators=(",", ":")).encode("utf-8")
+        data = fastjson.dumps(entry, separators=(",", ":")).encode("utf-8")
         path = self._path(key)
         tmp = f"{path}.{os.getpid()}.tmp"
         try:

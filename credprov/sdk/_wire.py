@@ -6,15 +6,15 @@ break the plugin, a repeated field keeps its last value, and a lone UTF-16 surro
 U+FFFD. The kind and apiVersion are still checked. (The kubelet decodes *responses*
 strictly; that is ``credprov.api.exec``'s job.)
 
-Standard library only (``json``): this module is on every plugin's warm path, so it must not
+Standard library only, through :mod:`credprov.base.fastjson` (``json``'s results without
+importing ``json`` and ``re``): this module is on every plugin's warm path, so it must not
 import pydantic. It mirrors what ``credprov.api.exec`` does with pydantic — the same
 versions, kinds, field sets and Go JSON encoding — and the tests check the two agree.
 """
 
 from __future__ import annotations
 
-import json
-
+from credprov.base import fastjson
 from credprov.errors import PluginSDKError
 
 # typing costs ~10 ms of start-up (re, enum, contextlib) on a plugin's warm path; the
@@ -103,7 +103,7 @@ def parse_request(data: bytes, *, allow_empty_image: bool = False) -> Request:
             empty image.
     """
     try:
-        doc = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+        doc = fastjson.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except (ValueError, RecursionError):  # UnicodeDecodeError too
         doc = _go_json_request(data)
     if not isinstance(doc, dict):
@@ -114,11 +114,11 @@ def parse_request(data: bytes, *, allow_empty_image: bool = False) -> Request:
         raise RequestError("request has no apiVersion")
     if api_version not in API_VERSIONS:
         raise RequestError(
-            f"unsupported apiVersion {json.dumps(api_version)}; want one of "
+            f"unsupported apiVersion {fastjson.dumps(api_version)}; want one of "
             + ", ".join(API_VERSIONS)
         )
     if kind != REQUEST_KIND:
-        raise RequestError(f"unexpected kind {json.dumps(kind)}; want {REQUEST_KIND}")
+        raise RequestError(f"unexpected kind {fastjson.dumps(kind)}; want {REQUEST_KIND}")
     if not api_version.endswith("/v1"):  # the service-account fields arrived in v1
         doc = {k: v for k, v in doc.items() if k in _OLD_FIELDS}
     image = doc.get("image")
@@ -146,7 +146,7 @@ def parse_request(data: bytes, *, allow_empty_image: bool = False) -> Request:
 
 def go_json(value: Any) -> str:
     """``json.Marshal`` output: compact, HTML-escaped like Go's encoder."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = fastjson.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return (
         text.replace("<", "\\u003c")
         .replace(">", "\\u003e")

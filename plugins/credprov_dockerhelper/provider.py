@@ -18,14 +18,11 @@ therefore works for the kubelet unchanged.
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import shutil
 import subprocess
-from dataclasses import dataclass
 
-from credprov.sdk import Context, CredprovError, ProviderError, Redactor, Request, Response
+from credprov.base import fastjson
+from credprov.sdk import Context, CredprovError, ProviderError, Request, Response
 
 #: What the helper protocol prints (on stdout, with exit 1) when it has nothing stored.
 NOT_FOUND_TEXT = "credentials not found"
@@ -38,17 +35,36 @@ MAX_STDOUT_BYTES = 1024 * 1024
 MAX_STDERR_BYTES = 64 * 1024
 _STDERR_QUOTE_CHARS = 200
 
-_HELPER_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+#: A helper name: ``[A-Za-z0-9][A-Za-z0-9._+-]*`` (checked without ``re``: start-up).
+_NAME_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_NAME_REST = _NAME_FIRST | frozenset("._+-")
 _CACHE_KEY_TYPES = ("Image", "Registry", "Global")
 
 
-@dataclass
+def _valid_helper_name(name: str) -> bool:
+    return bool(name) and name[0] in _NAME_FIRST and all(c in _NAME_REST for c in name)
+
+
 class HelperOutput:
     """What one helper run produced."""
 
-    returncode: int
-    stdout: bytes
-    stderr: bytes
+    __slots__ = ("returncode", "stderr", "stdout")
+
+    def __init__(self, returncode: int, stdout: bytes, stderr: bytes) -> None:
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+def _which(program: str) -> str | None:
+    """``shutil.which(program)`` for a bare name (``shutil`` costs start-up): the first
+    executable file of that name in a ``PATH`` directory (an empty entry is the current
+    directory), or None."""
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory or os.curdir, program)
+        if os.access(candidate, os.F_OK | os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
 
 
 class HelperFailure(CredprovError):
@@ -115,10 +131,10 @@ def find_helper(name: str | None, path: str | None) -> str:
     if not name:
         raise ProviderError("no credential helper configured: pass --helper NAME or --helper-path")
     # The name becomes part of a file name looked up on PATH: no separators, no options.
-    if _HELPER_NAME_RE.fullmatch(name) is None:
+    if not _valid_helper_name(name):
         raise ProviderError(f"invalid credential helper name {name!r}")
     program = f"docker-credential-{name}"
-    found = shutil.which(program)
+    found = _which(program)
     if found is None:
         raise ProviderError(f"credential helper {program} not found in PATH")
     return found
@@ -163,6 +179,8 @@ def _is_not_found(output: HelperOutput) -> bool:
 
 def _stderr_quote(stderr: bytes, secrets: list[str]) -> str:
     """The first line of the helper's stderr, shortened, with any known secret removed."""
+    from credprov.sdk import Redactor  # only on failure: it imports json and re
+
     text = stderr.decode("utf-8", "replace").strip()
     line = text.splitlines()[0] if text else ""
     line = Redactor(secrets)(line)
@@ -174,7 +192,7 @@ def _stderr_quote(stderr: bytes, secrets: list[str]) -> str:
 def _secrets_in(stdout: bytes) -> list[str]:
     """The Secret of a failed helper's stdout, if it printed one, to scrub it from stderr."""
     try:
-        doc = json.loads(stdout.decode("utf-8"))
+        doc = fastjson.loads(stdout.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         return []
     secret = doc.get("Secret") if isinstance(doc, dict) else None
@@ -189,7 +207,7 @@ def parse_helper_output(stdout: bytes) -> tuple[str, str]:
             never quotes the output.
     """
     try:
-        doc = json.loads(stdout.decode("utf-8"))
+        doc = fastjson.loads(stdout.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise ProviderError("credential helper output is not valid JSON") from None
     if not isinstance(doc, dict):

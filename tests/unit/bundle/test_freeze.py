@@ -88,4 +88,4 @@ def test_a_build_cpython_of_another_minor_release_is_refused(
     )
     with pytest.raises(BundleError, match=r"carries CPython 3\.12\.9; build with a CPython"):
         freeze.freeze(tmp_path / "x.py", "x", tmp_path / "t", "amd64", sources=[], packages=[],
-                      includes=[], excludes=[], zip_exclude=[])  # fmt: skip
+                      includes=[], excludes=[])  # fmt: skip
