@@ -23,7 +23,7 @@ on :mod:`credprov.sdk` keep their start-up lean.
 
 from __future__ import annotations
 
-from credprov.base.lazy import lazy_names
+from credprov.base import lazy_names
 
 # Nothing heavy at import: plugins import this package on their warm path (mypy reads
 # this name as typing's TYPE_CHECKING).

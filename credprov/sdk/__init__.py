@@ -32,7 +32,7 @@ foundation (``credprov.errors``, ``credprov.base``, ``credprov._go``):
 keep it that way, a plugin's warm path runs through here.
 """
 
-from credprov.base.lazy import lazy_names
+from credprov.base import lazy_names
 from credprov.errors import CredprovError
 from credprov.sdk._errors import ProviderError, UsageError
 from credprov.sdk._runtime import (

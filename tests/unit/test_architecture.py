@@ -517,7 +517,6 @@ UNTESTED_ALLOWLIST = frozenset(
         "credprov/base/boundedtoml.py",
         "credprov/base/clock.py",
         "credprov/base/fileio.py",
-        "credprov/base/lazy.py",
         "credprov/base/logs.py",
         "credprov/base/proc.py",
         "credprov/base/redact.py",

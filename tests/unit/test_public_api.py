@@ -19,11 +19,10 @@ def test_all_matches_the_lazy_exports() -> None:
 
 def test_import_credprov_loads_nothing_else() -> None:
     loaded = modules_loaded_by("import credprov")
-    # the one lazy-names helper (credprov.base.lazy, standard library only) and nothing else
+    # the one lazy-names helper (in credprov.base, standard library only) and nothing else
     assert sorted(m for m in loaded if "credprov" in m or m == "typing") == [
         "credprov",
         "credprov.base",
-        "credprov.base.lazy",
     ]
 
 
