@@ -68,7 +68,7 @@ def main() -> int:
 
     sys.path.insert(0, str(REPO))
     from credprov.bundle.build import build_bundle, unpack
-    from credprov.credentialprovider.plugin.install import install
+    from credprov.install import install
 
     tmp = Path(tempfile.mkdtemp(prefix="credprov-bench-bundle-"))
     try:

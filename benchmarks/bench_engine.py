@@ -44,12 +44,12 @@ from pathlib import Path
 from typing import Any
 
 from credprov.credentialprovider.engine import Engine
-from credprov.credentialprovider.images import parse_image_name
-from credprov.credentialprovider.keyring import DockerKeyring
 from credprov.credentialprovider.plugin.registry import (
     CredentialProviders,
     register_credential_provider_plugins,
 )
+from credprov.imageauth.images import parse_image_name
+from credprov.imageauth.keyring import DockerKeyring
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_CONFIG = REPO_ROOT / "config" / "credential-provider-config.yaml"

@@ -48,7 +48,7 @@ def main() -> int:
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args()
 
-    from credprov.credentialprovider.plugin.install import install
+    from credprov.install import install
     from tests.fakes import acr as fakes
 
     tmp = Path(tempfile.mkdtemp(prefix="credprov-bench-acr-"))

@@ -48,7 +48,7 @@ def main() -> int:
     args = parser.parse_args()
 
     sys.path.insert(0, str(REPO))  # the tests' fake AWS endpoint
-    from credprov.credentialprovider.plugin.install import install
+    from credprov.install import install
     from tests.fakes.ecr import fake_aws
 
     tmp = Path(tempfile.mkdtemp(prefix="credprov-bench-ecr-"))

@@ -56,7 +56,7 @@ def main() -> int:
     args = parser.parse_args()
 
     sys.path.insert(0, str(REPO))  # the tests' fake metadata server and STS
-    from credprov.credentialprovider.plugin.install import install
+    from credprov.install import install
     from tests.fakes.gcp import FakeMetadataServer, FakeSTSServer
 
     tmp = Path(tempfile.mkdtemp(prefix="credprov-bench-gcp-"))

@@ -66,7 +66,7 @@ def main() -> int:
     if args.quick:
         args.rounds = 5
 
-    from credprov.credentialprovider.plugin.install import install
+    from credprov.install import install
 
     tmp = Path(tempfile.mkdtemp(prefix="credprov-bench-"))
     try:

@@ -23,11 +23,11 @@ on :mod:`credprov.sdk` keep their start-up lean.
 
 from __future__ import annotations
 
+from credprov.base import lazy_names
+
 # Nothing heavy at import: plugins import this package on their warm path (mypy reads
 # this name as typing's TYPE_CHECKING).
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
 
 #: public name -> module that defines it
 _EXPORTS = {
@@ -45,16 +45,16 @@ _EXPORTS = {
     "PluginProviders": "credprov.credentialprovider.chain",
     "default_chain": "credprov.credentialprovider.chain",
     # images and matchImages
-    "parse_image_name": "credprov.credentialprovider.images",
-    "urls_match_str": "credprov.credentialprovider.matching",
+    "parse_image_name": "credprov.imageauth.images",
+    "urls_match_str": "credprov.imageauth.matching",
     # the Go release the kubelet was built with (url.Parse, %q)
     "use_go": "credprov._go.version",
     # provider config and plugins
     "load_config": "credprov.credentialprovider.plugin.config",
     "register_credential_provider_plugins": "credprov.credentialprovider.plugin.registry",
     # keyring
-    "DockerKeyring": "credprov.credentialprovider.keyring",
-    "TrackedAuthConfig": "credprov.credentialprovider.keyring",
+    "DockerKeyring": "credprov.imageauth.keyring",
+    "TrackedAuthConfig": "credprov.imageauth.keyring",
     # errors
     "CredprovError": "credprov.errors",
     "ConfigError": "credprov.credentialprovider.plugin.config",
@@ -84,43 +84,7 @@ __all__ = [
 ]
 
 
-def _lazy_names(
-    package: str, names: Mapping[str, tuple[str, str]], public: Iterable[str]
-) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for the module ``package``: the one implementation of
-    lazy public names, for this package and :mod:`credprov.sdk` (here because the root
-    package is imported first anyway, so using it costs no module).
-
-    Args:
-        package: the module's ``__name__``.
-        names: public name -> (module that defines it, its name there).
-        public: the module's ``__all__`` (what ``dir()`` lists).
-
-    Returns:
-        ``(__getattr__, __dir__)``: the first imports a name's module on first use and keeps
-        the value in the package's namespace, so later lookups are plain attribute reads.
-    """
-    listed = sorted(public)
-
-    def __getattr__(name: str) -> object:
-        entry = names.get(name)
-        if entry is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        import importlib
-
-        value = getattr(importlib.import_module(entry[0]), entry[1])
-        import sys
-
-        setattr(sys.modules[package], name, value)
-        return value
-
-    def __dir__() -> list[str]:
-        return list(listed)
-
-    return __getattr__, __dir__
-
-
-__getattr__, __dir__ = _lazy_names(__name__, {n: (m, n) for n, m in _EXPORTS.items()}, __all__)
+__getattr__, __dir__ = lazy_names(__name__, {n: (m, n) for n, m in _EXPORTS.items()}, __all__)
 
 
 if TYPE_CHECKING:
@@ -136,10 +100,10 @@ if TYPE_CHECKING:
         default_chain,
     )
     from credprov.credentialprovider.engine import Engine, resolve_credentials
-    from credprov.credentialprovider.images import parse_image_name
-    from credprov.credentialprovider.keyring import DockerKeyring, TrackedAuthConfig
-    from credprov.credentialprovider.matching import urls_match_str
     from credprov.credentialprovider.plugin.config import ConfigError, load_config
     from credprov.credentialprovider.plugin.registry import register_credential_provider_plugins
     from credprov.errors import CredprovError
+    from credprov.imageauth.images import parse_image_name
+    from credprov.imageauth.keyring import DockerKeyring, TrackedAuthConfig
+    from credprov.imageauth.matching import urls_match_str
     from credprov.version import __version__

@@ -41,7 +41,7 @@ from credprov.errors import (
 
 TYPE_CHECKING = False  # typing costs start-up; the annotations need it only when checked
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any, NoReturn
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "print_line",
     "report_error",
     "run_command",
+    "run_main",
     "safe_streams",
     "verbosity",
 ]
@@ -131,8 +132,9 @@ class OneLineErrorParser(argparse.ArgumentParser):
 # -- options -----------------------------------------------------------------------------------
 
 
-class _DeprecatedAliasAction(argparse._StoreAction):
-    """A store action that warns when reached through a spelling it no longer shows."""
+class _WarnsWhenDeprecated(argparse.Action):
+    """Mixed into an argparse action: warn when it is reached through a spelling it no
+    longer shows (a deprecated alias), then act as usual."""
 
     def __call__(
         self,
@@ -149,36 +151,67 @@ class _DeprecatedAliasAction(argparse._StoreAction):
         super().__call__(parser, namespace, values, option_string)
 
 
+class _DeprecatedAliasAction(_WarnsWhenDeprecated, argparse._StoreAction):
+    """A store action with deprecated aliases."""
+
+
+class _DeprecatedAliasAppendAction(_WarnsWhenDeprecated, argparse._AppendAction):
+    """An append action (a repeatable option) with deprecated aliases."""
+
+
 class Option:
     """One shared option: its spellings and ``add_argument`` keywords, defined once.
 
     ``deprecated`` spellings are accepted (with a warning line) but not shown in ``--help``,
     in usage lines or in error messages, which name the current spelling.
+
+    ``meaning`` names what the option stands for (default: its ``dest``); no two spellings
+    may stand for one meaning (``tests/unit/cli/test_options.py``). Its ``help`` says what
+    the option is on any command; a command adds what is particular to it as a ``note``.
     """
 
-    def __init__(self, *flags: str, deprecated: tuple[str, ...] = (), **kwargs: Any) -> None:
+    def __init__(
+        self, *flags: str, deprecated: tuple[str, ...] = (), meaning: str = "", **kwargs: Any
+    ) -> None:
         self.flags = flags
         self.deprecated = deprecated
         self.kwargs = kwargs
+        self.meaning = meaning or kwargs.get("dest") or flags[-1].lstrip("-").replace("-", "_")
 
     def add(
-        self, parser: Any, *, required: bool | None = None, default: Any = _UNSET
+        self,
+        parser: Any,
+        *,
+        required: bool | None = None,
+        default: Any = _UNSET,
+        note: str = "",
+        aliases: tuple[str, ...] = (),
     ) -> argparse.Action:
         """Add the option to ``parser`` (an ArgumentParser or an argument group); only
-        whether it is ``required`` and its ``default`` may differ from one command to
-        another."""
+        whether it is ``required``, its ``default``, a ``note`` on what it does on this
+        command (appended to the help after ``; ``) and the old spellings this command
+        accepted (``aliases``, hidden and warned as ``deprecated`` ones) may differ from one
+        command to another."""
         kwargs = dict(self.kwargs)
         if required is not None:
             kwargs["required"] = required
         if default is not _UNSET:
             kwargs["default"] = default
-        if self.deprecated:
-            kwargs["action"] = _DeprecatedAliasAction
-        action: argparse.Action = parser.add_argument(*self.flags, *self.deprecated, **kwargs)
+        if note:
+            kwargs["help"] = f"{kwargs['help']}; {note}"
+        hidden = (*self.deprecated, *aliases)
+        if hidden:
+            kwargs["action"] = (
+                _DeprecatedAliasAppendAction
+                if kwargs.get("action") == "append"
+                else _DeprecatedAliasAction
+            )
+        action: argparse.Action = parser.add_argument(*self.flags, *hidden, **kwargs)
         # The parser still maps the old spellings to the action; help, usage and errors
         # read option_strings, which keeps only the current ones.
         action.option_strings = list(self.flags)
         action.credprov_option = self  # type: ignore[attr-defined]  # tests find them by it
+        action.credprov_note = note  # type: ignore[attr-defined]
         return action
 
 
@@ -238,21 +271,19 @@ FEATURE_GATES = Option(
     "--feature-gates",
     default="",
     metavar="Name=bool,...",
-    help="feature gates of the component the command stands for: the kubelet's "
-    "(KubeletServiceAccountTokenForCredentialProviders, default true); for nodeauth, the "
-    "API server's (see its description)",
+    help="feature gates of the component the command stands for (its description says "
+    "which), parsed as that component parses them; the kubelet's: "
+    "KubeletServiceAccountTokenForCredentialProviders (default true)",
 )
 CONFIG = Option(
     "--config",
     metavar="PATH",
-    help="the CredentialProviderConfig: a file, or a directory of *.json/*.yaml/*.yml "
-    "files (for doctor: instead of the node's)",
+    help="the CredentialProviderConfig: a file, or a directory of *.json/*.yaml/*.yml files",
 )
 BIN_DIR = Option(
     "--bin-dir",
     metavar="DIR",
-    help="the plugins' directory, the kubelet's --image-credential-provider-bin-dir (for "
-    "doctor: instead of the node's)",
+    help="the plugins' directory, the kubelet's --image-credential-provider-bin-dir",
 )
 OBJECTS = Option(
     "--objects",
@@ -263,8 +294,17 @@ OBJECTS = Option(
 NODE = Option(
     "--node",
     metavar="NAME",
-    help="the node's name (user system:node:NAME); default: with --pod, the pod's "
-    "spec.nodeName; for doctor, the node's hostname",
+    help="the node's name (user system:node:NAME)",
+)
+PULL_SECRET = Option(
+    "--pull-secret",
+    action="append",
+    default=[],
+    metavar="FILE",
+    meaning="the pull secrets",
+    help="pull Secrets: a file of Secret objects (or a List of them), YAML or JSON; "
+    "repeatable; not with --objects, where the pod's imagePullSecrets are read from the "
+    "cluster",
 )
 NODE_DOCKER_CONFIG = Option(
     "--node-docker-config",
@@ -274,8 +314,7 @@ NODE_DOCKER_CONFIG = Option(
 POD = Option(
     "--pod",
     metavar="POD",
-    help="NAMESPACE/NAME of a pod in --objects (ensure-image also takes a Pod file, YAML "
-    "or JSON, without --objects)",
+    help="NAMESPACE/NAME of a pod in --objects",
 )
 IMAGE = Option(
     "--image",
@@ -283,8 +322,7 @@ IMAGE = Option(
     action="append",
     default=[],
     metavar="IMAGE",
-    help="an image to ask credentials for (for doctor: to check which providers match it, "
-    "also the sample image of plugin runs); repeatable where a command takes several",
+    help="an image to ask credentials for; repeatable where a command takes several",
 )
 CRI = Option(
     "--cri",
@@ -315,18 +353,17 @@ CONTAINERD_CONFIG_PATH = Option(
     "--containerd-config-path",
     metavar="DIR",
     help="containerd's registry config_path (DIR/<host>/hosts.toml, e.g. /etc/containerd/certs.d): "
-    "say which hosts the runtime contacts for an image (for doctor: inside --node-root; "
-    "default there: the config_path of /etc/containerd/config.toml)",
+    "say which hosts the runtime contacts for an image",
 )
 REGISTRIES_CONF = Option(
     "--registries-conf",
     metavar="FILE",
     help="CRI-O's registries.conf (drop-ins in FILE.d/), e.g. /etc/containers/registries.conf: "
-    "say which hosts the runtime contacts for an image (for doctor: inside --node-root; "
-    "default there: that file when present)",
+    "say which hosts the runtime contacts for an image",
 )
 PLUGIN_TIMEOUT = Option(
     "--plugin-timeout",
+    meaning="the deadline of a plugin run",
     type=duration,
     default="1m",
     metavar="DURATION",
@@ -347,14 +384,6 @@ PULL_TIMEOUT = Option(
     metavar="DURATION",
     help="deadline of one CRI PullImage, a Go duration (default 5m)",
 )
-TIMEOUT = Option(
-    "--timeout",
-    type=duration,
-    default="1m",
-    metavar="DURATION",
-    help="the plugin deadline, a Go duration (kubelet: 1m); negative cases use at most 10s; "
-    "after the first overrun the remaining cases are skipped",
-)
 SHOW_SECRETS = Option(
     "--show-secrets",
     action="store_true",
@@ -368,8 +397,7 @@ METRICS_OUT = Option(
 OUT_DIR = Option(
     "--out",
     metavar="DIR",
-    help="the directory to write into, created if missing (bundle: the tarball; kep4412 "
-    "wire: one YAML file per object, each written atomically, instead of stdout)",
+    help="the directory to write into, created if missing",
 )
 DRY_RUN = Option("--dry-run", action="store_true", help="only say what would be done")
 TEXTFILE = Option(
@@ -484,6 +512,29 @@ def report_error(prog: str, exc: CredprovError) -> int:
     if exc.hint:
         print(f"{prog}: hint: {one_line(exc.hint)}", file=sys.stderr)
     return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILURE
+
+
+def run_main(
+    prog: str,
+    build_parser: Callable[[list[str]], argparse.ArgumentParser],
+    argv: Sequence[str] | None,
+    run: Callable[[argparse.Namespace], int],
+) -> int:
+    """The one ``main()`` of both front ends (the ``credprov`` CLI and the bundle's
+    standalone commands): streams made safe, ``argv`` (default ``sys.argv[1:]``) parsed by
+    the parser ``build_parser`` makes for those words, logging set up from ``-v`` (lazily:
+    :func:`credprov.base.logs.setup_logging_lazily`), the Go behaviour options followed,
+    then ``run`` under :func:`run_command`; its exit status."""
+    from credprov.base.logs import setup_logging_lazily
+
+    safe_streams()
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(words).parse_args(words)
+    setup_logging_lazily(args.verbosity)
+    bad_go = follow_go_options(args, prog)
+    if bad_go is not None:
+        return bad_go
+    return run_command(prog, lambda: int(run(args)))
 
 
 def run_command(prog: str, command: Callable[[], int]) -> int:

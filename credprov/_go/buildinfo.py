@@ -37,6 +37,8 @@ import stat
 import struct
 from dataclasses import dataclass, field
 
+from credprov.base import elf
+from credprov.base.arch import by_e_machine
 from credprov.errors import GoError
 
 __all__ = [
@@ -65,8 +67,6 @@ _HEADER = 32
 _ALIGN = 16
 _PT_LOAD = 1
 _PF_X, _PF_W = 1, 2
-
-_MACHINES = {62: "amd64", 183: "arm64", 3: "386", 40: "arm", 243: "riscv64", 22: "s390x"}
 
 
 @dataclass(frozen=True)
@@ -154,28 +154,13 @@ def read_build_info_fd(fd: int) -> BuildInfo:
         raise BuildInfoError("not a regular file")
     f = _File(fd, st.st_size)
     head = f.read(0, 64)
-    if not head.startswith(b"\x7fELF"):
+    if not head.startswith(elf.MAGIC):
         raise BuildInfoError("not an ELF file (not a Go binary for Linux)")
-    if len(head) < 52 or head[4] not in (1, 2) or head[5] not in (1, 2):
+    header = elf.read_header(head)
+    if header is None:
         raise BuildInfoError("malformed ELF header")
-    is64 = head[4] == 2
-    bo = "<" if head[5] == 1 else ">"
-    if is64:
-        if len(head) < 64:
-            raise BuildInfoError("malformed ELF header")
-        (machine, phoff, shoff, phentsize, phnum, shentsize, shnum, shstrndx) = (
-            struct.unpack_from(bo + "H", head, 18)[0],
-            *struct.unpack_from(bo + "QQ", head, 32),
-            *struct.unpack_from(bo + "HHHHH", head, 54),
-        )
-    else:
-        (machine, phoff, shoff, phentsize, phnum, shentsize, shnum, shstrndx) = (
-            struct.unpack_from(bo + "H", head, 18)[0],
-            *struct.unpack_from(bo + "II", head, 28),
-            *struct.unpack_from(bo + "HHHHH", head, 42),
-        )
-    segments = _segments(f, bo, is64, phoff, phentsize, phnum)
-    start = _buildinfo_section(f, bo, is64, shoff, shentsize, shnum, shstrndx)
+    segments = _segments(f, header)
+    start = _buildinfo_section(f, header)
     if start is None:
         start = next(
             (s.vaddr for s in segments if s.flags & (_PF_X | _PF_W) == _PF_W and s.filesz),
@@ -192,59 +177,49 @@ def read_build_info_fd(fd: int) -> BuildInfo:
         main=info.main,
         deps=info.deps,
         settings=info.settings,
-        machine=_MACHINES.get(machine, f"machine {machine}"),
+        machine=_goarch(header.machine),
     )
 
 
-def _segments(
-    f: _File, bo: str, is64: bool, phoff: int, phentsize: int, phnum: int
-) -> list[_Segment]:
-    want = 56 if is64 else 32
-    if phnum > MAX_SEGMENTS or (phnum and phentsize < want):
+def _goarch(e_machine: int) -> str:
+    """``e_machine`` as a GOARCH name (:mod:`credprov.base.arch`), else ``machine <n>``."""
+    known = by_e_machine(e_machine)
+    return known.go if known is not None and known.go else f"machine {e_machine}"
+
+
+def _segments(f: _File, h: elf.Header) -> list[_Segment]:
+    want = 56 if h.bits == 64 else 32
+    if h.phnum > MAX_SEGMENTS or (h.phnum and h.phentsize < want):
         raise BuildInfoError("malformed ELF file (program headers)")
-    raw = f.read(phoff, phnum * phentsize)
-    if len(raw) < phnum * phentsize:
+    raw = f.read(h.phoff, h.phnum * h.phentsize)
+    if len(raw) < h.phnum * h.phentsize:
         raise BuildInfoError("malformed ELF file (program headers past its end)")
     out = []
-    for i in range(phnum):
-        at = i * phentsize
-        if is64:
-            p_type, p_flags, p_offset, p_vaddr, _, p_filesz = struct.unpack_from(
-                bo + "IIQQQQ", raw, at
-            )
-        else:
-            p_type, p_offset, p_vaddr, _, p_filesz, _, p_flags = struct.unpack_from(
-                bo + "IIIIIII", raw, at
-            )
+    for i in range(h.phnum):
+        p_type, p_flags, p_offset, p_vaddr, p_filesz = elf.program_header(h, raw, i * h.phentsize)
         if p_type == _PT_LOAD and p_filesz:
             out.append(_Segment(p_vaddr, p_offset, p_filesz, p_flags))
     return out
 
 
-def _buildinfo_section(
-    f: _File, bo: str, is64: bool, shoff: int, shentsize: int, shnum: int, shstrndx: int
-) -> int | None:
+def _buildinfo_section(f: _File, h: elf.Header) -> int | None:
     """The address of ``.go.buildinfo``, or None (no such section, no section headers)."""
-    want = 64 if is64 else 40
-    if shoff == 0 or shnum == 0:
+    want = 64 if h.bits == 64 else 40
+    if h.shoff == 0 or h.shnum == 0:
         return None
-    if shnum > MAX_SECTIONS or shentsize < want or shstrndx >= shnum:
+    if h.shnum > MAX_SECTIONS or h.shentsize < want or h.shstrndx >= h.shnum:
         raise BuildInfoError("malformed ELF file (section headers)")
-    raw = f.read(shoff, shnum * shentsize)
-    if len(raw) < shnum * shentsize:
+    raw = f.read(h.shoff, h.shnum * h.shentsize)
+    if len(raw) < h.shnum * h.shentsize:
         raise BuildInfoError("malformed ELF file (section headers past its end)")
 
     def header(i: int) -> tuple[int, int, int, int]:
-        at = i * shentsize
-        if is64:
-            name, _, _, addr, offset, size = struct.unpack_from(bo + "IIQQQQ", raw, at)
-        else:
-            name, _, _, addr, offset, size = struct.unpack_from(bo + "IIIIII", raw, at)
+        name, _type, _flags, addr, offset, size, *_ = elf.section_header(h, raw, i * h.shentsize)
         return name, addr, offset, size
 
-    _, _, names_offset, names_size = header(shstrndx)
+    _, _, names_offset, names_size = header(h.shstrndx)
     names = f.read(names_offset, min(names_size, _NAMES_WINDOW))
-    for i in range(shnum):
+    for i in range(h.shnum):
         name, addr, _, _ = header(i)
         if names[name : name + 14] == b".go.buildinfo\0":
             return addr

@@ -460,3 +460,26 @@ def load_yaml_all(data: bytes | str) -> list[Any]:
         if "exceeded max depth" in str(exc):
             raise YAMLError("not valid YAML or JSON: nested too deeply", exc.line) from None
         raise YAMLError("not valid YAML or JSON", exc.line) from None
+
+
+# -- JSON exactly as Go's json.Marshal writes it (the exec API and the keyring's hashes) --
+
+
+def go_json(value: object) -> str:
+    """Compact JSON with Go's HTML escaping (``json.Marshal``), no trailing newline.
+
+    Text that is not valid UTF-8 (lone surrogates, e.g. from ``surrogateescape``) is
+    written as ``\\ufffd``, as encoding/json does for invalid bytes.
+    """
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _GO_ESCAPES.sub(lambda m: _GO_ESCAPE_MAP.get(m.group(), "\\ufffd"), text)
+
+
+_GO_ESCAPE_MAP = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_GO_ESCAPES = re.compile("[<>&\u2028\u2029\ud800-\udfff]")

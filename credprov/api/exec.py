@@ -15,7 +15,6 @@ SDK's stdlib decoder (``credprov.sdk._wire``) is checked against this one by tes
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from credprov._go.decode import (
@@ -28,29 +27,8 @@ from credprov._go.decode import (
 )
 from credprov._go.durations import format_duration, parse_duration
 from credprov._go.fmt import go_quote
+from credprov._go.json import go_json
 from credprov.api import internal, scheme
-
-# -- JSON exactly as Go's json.Encoder writes it -----------------------------------------------
-
-
-def go_json(value: Any) -> str:
-    """Compact JSON with Go's HTML escaping (``json.Marshal``), no trailing newline.
-
-    Text that is not valid UTF-8 (lone surrogates, e.g. from ``surrogateescape``) is
-    written as ``\\ufffd``, as encoding/json does for invalid bytes.
-    """
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return _GO_ESCAPES.sub(lambda m: _GO_ESCAPE_MAP.get(m.group(), "\\ufffd"), text)
-
-
-_GO_ESCAPE_MAP = {
-    "<": "\\u003c",
-    ">": "\\u003e",
-    "&": "\\u0026",
-    "\u2028": "\\u2028",
-    "\u2029": "\\u2029",
-}
-_GO_ESCAPES = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
 
 
 def api_version_of(version: str) -> str:

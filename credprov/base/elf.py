@@ -26,15 +26,28 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-__all__ = ["MAX_ENTRIES", "Elf", "VersionNeed", "arch_of", "glibc_version", "parse"]
+from credprov.base.arch import by_e_machine
+
+__all__ = [
+    "MAGIC",
+    "MAX_ENTRIES",
+    "Elf",
+    "Header",
+    "VersionNeed",
+    "arch_of",
+    "glibc_version",
+    "parse",
+    "program_header",
+    "read_header",
+    "section_header",
+]
+
+#: The first four bytes of every ELF file.
+MAGIC = b"\x7fELF"
 
 #: At most this many program headers, dynamic entries, version needs or symbols are read.
 MAX_ENTRIES = 1 << 16
 
-#: ``e_machine`` -> the architecture as Go and container images name it (the ones a Linux
-#: node runs; 64-bit little-endian where the name depends on it).
-_GO_ARCH = {3: "386", 40: "arm", 62: "amd64", 183: "arm64", 243: "riscv64", 21: "ppc64le",
-            22: "s390x"}  # fmt: skip
 
 _PT_LOAD, _PT_DYNAMIC, _PT_INTERP = 1, 2, 3
 _DT_NULL, _DT_NEEDED, _DT_STRTAB = 0, 1, 5
@@ -65,13 +78,88 @@ class Elf:
     version_needs: tuple[VersionNeed, ...] = field(default=())
 
 
+@dataclass(frozen=True)
+class Header:
+    """The ELF header's fields a reader needs to find everything else: the machine, class
+    and byte order, and where the program and section headers are."""
+
+    machine: int
+    bits: int
+    little_endian: bool
+    phoff: int
+    phentsize: int
+    phnum: int
+    shoff: int
+    shentsize: int
+    shnum: int
+    shstrndx: int
+
+    @property
+    def byte_order(self) -> str:
+        """``struct``'s byte-order prefix of the file."""
+        return "<" if self.little_endian else ">"
+
+
+def read_header(head: bytes) -> Header | None:
+    """The header of the ELF file whose first bytes (64 suffice) are ``head``; None if they
+    are not a whole ELF header (no magic, a bad class or byte order, too short)."""
+    if len(head) < 52 or head[:4] != MAGIC or head[4] not in (1, 2) or head[5] not in (1, 2):
+        return None
+    bo = "<" if head[5] == 1 else ">"
+    (machine,) = struct.unpack_from(bo + "H", head, 18)
+    if head[4] == 2:
+        if len(head) < 64:
+            return None
+        phoff, shoff = struct.unpack_from(bo + "QQ", head, 32)
+        fields = struct.unpack_from(bo + "HHHHH", head, 54)
+    else:
+        phoff, shoff = struct.unpack_from(bo + "II", head, 28)
+        fields = struct.unpack_from(bo + "HHHHH", head, 42)
+    phentsize, phnum, shentsize, shnum, shstrndx = fields
+    bits = 64 if head[4] == 2 else 32
+    return Header(
+        machine, bits, head[5] == 1, phoff, phentsize, phnum, shoff, shentsize, shnum, shstrndx
+    )
+
+
+def _unpack(header: Header, fmt: str, data: bytes, at: int) -> tuple[int, ...]:
+    fmt = header.byte_order + fmt
+    if at < 0 or at + struct.calcsize(fmt) > len(data):
+        raise struct.error("outside the data")
+    return struct.unpack_from(fmt, data, at)
+
+
+def program_header(header: Header, data: bytes, at: int) -> tuple[int, int, int, int, int]:
+    """``(type, flags, offset, vaddr, filesz)`` of the program header at ``at`` in ``data``.
+
+    Raises:
+        struct.error: the entry is not wholly inside ``data``.
+    """
+    if header.bits == 64:
+        p_type, flags, offset, vaddr, _paddr, filesz = _unpack(header, "IIQQQQ", data, at)
+    else:
+        p_type, offset, vaddr, _paddr, filesz, _memsz, flags = _unpack(header, "IIIIIII", data, at)
+    return p_type, flags, offset, vaddr, filesz
+
+
+def section_header(header: Header, data: bytes, at: int) -> tuple[int, ...]:
+    """``(name, type, flags, addr, offset, size, link, info, addralign, entsize)`` of the
+    section header at ``at`` in ``data``.
+
+    Raises:
+        struct.error: the entry is not wholly inside ``data``.
+    """
+    return _unpack(header, "IIQQQQIIQQ" if header.bits == 64 else "IIIIIIIIII", data, at)
+
+
 def arch_of(data: bytes) -> str | None:
     """The architecture an ELF file is for (``"amd64"``, ``"arm64"``, ...; ``"EM_<n>"`` for
     others); None if ``data`` does not start with an ELF header."""
-    if len(data) < 20 or data[:4] != b"\x7fELF" or data[5] not in (1, 2):
+    if len(data) < 20 or data[:4] != MAGIC or data[5] not in (1, 2):
         return None
     (number,) = struct.unpack_from("<H" if data[5] == 1 else ">H", data, 18)
-    return _GO_ARCH.get(number, f"EM_{number}")
+    known = by_e_machine(number)
+    return known.go if known is not None and known.go else f"EM_{number}"
 
 
 def glibc_version(name: str) -> tuple[int, ...] | None:
@@ -94,37 +182,24 @@ def _cstring(data: bytes, offset: int) -> str:
 class _Reader:
     """Bounds-checked ``struct`` reads of one file's bytes."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, header: Header) -> None:
         self.data = data
-        self.wide = data[4] == 2
-        self.end = "<" if data[5] == 1 else ">"
+        self.header = header
+        self.wide = header.bits == 64
 
     def unpack(self, fmt: str, offset: int) -> tuple[int, ...]:
-        fmt = self.end + fmt
-        if offset < 0 or offset + struct.calcsize(fmt) > len(self.data):
-            raise struct.error("outside the file")
-        return struct.unpack_from(fmt, self.data, offset)
-
-    def word(self) -> str:
-        return "Q" if self.wide else "I"
+        return _unpack(self.header, fmt, self.data, offset)
 
 
 def _program_headers(r: _Reader) -> list[tuple[int, int, int, int]]:
     """``(type, offset, vaddr, filesz)`` of each program header."""
-    if r.wide:
-        phoff, = r.unpack("Q", 32)  # fmt: skip
-        phentsize, phnum = r.unpack("HH", 54)
-    else:
-        phoff, = r.unpack("I", 28)  # fmt: skip
-        phentsize, phnum = r.unpack("HH", 42)
+    h = r.header
     headers = []
-    for i in range(min(phnum, MAX_ENTRIES)):
-        at = phoff + i * phentsize
+    for i in range(min(h.phnum, MAX_ENTRIES)):
         try:
-            if r.wide:
-                p_type, _f, offset, vaddr, _p, filesz = r.unpack("IIQQQQ", at)
-            else:
-                p_type, offset, vaddr, _p, filesz = r.unpack("IIIII", at)
+            p_type, _flags, offset, vaddr, filesz = program_header(
+                h, r.data, h.phoff + i * h.phentsize
+            )
         except struct.error:
             break
         headers.append((p_type, offset, vaddr, filesz))
@@ -180,15 +255,12 @@ def _verneed(r: _Reader, at: int, count: int, strtab: int) -> list[tuple[str, st
 
 def _symbols_by_version(r: _Reader) -> dict[int, list[str]]:
     """Undefined dynamic symbols by their ``.gnu.version`` index (from section headers)."""
+    h = r.header
     try:
-        if r.wide:
-            shoff, = r.unpack("Q", 40)  # fmt: skip
-            shentsize, shnum = r.unpack("HH", 58)
-        else:
-            shoff, = r.unpack("I", 32)  # fmt: skip
-            shentsize, shnum = r.unpack("HH", 46)
-        fmt = "IIQQQQIIQQ" if r.wide else "IIIIIIIIII"
-        sections = [r.unpack(fmt, shoff + i * shentsize) for i in range(min(shnum, MAX_ENTRIES))]
+        sections = [
+            section_header(h, r.data, h.shoff + i * h.shentsize)
+            for i in range(min(h.shnum, MAX_ENTRIES))
+        ]
     except struct.error:
         return {}
     # (name, type, flags, addr, offset, size, link, info, addralign, entsize)
@@ -216,15 +288,12 @@ def _symbols_by_version(r: _Reader) -> dict[int, list[str]]:
 def parse(data: bytes) -> Elf | None:
     """The loading requirements of the ELF file ``data``; None if it is not ELF (or too
     short to be one). Parts outside ``data`` are left out, never an exception."""
-    if len(data) < 52 or data[:4] != b"\x7fELF" or data[4] not in (1, 2) or data[5] not in (1, 2):
+    header = read_header(data[:64])
+    if header is None:
         return None
-    r = _Reader(data)
-    machine, = r.unpack("H", 18)  # fmt: skip
-    bits = 64 if r.wide else 32
-    try:
-        headers = _program_headers(r)
-    except struct.error:
-        return Elf(machine, bits, data[5] == 1)
+    r = _Reader(data, header)
+    machine, bits = header.machine, header.bits
+    headers = _program_headers(r)
     loads = [h for h in headers if h[0] == _PT_LOAD]
     interpreter = None
     tags: dict[int, list[int]] = {}

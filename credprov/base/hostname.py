@@ -2,7 +2,7 @@
 
 ``domainAndPort``: a host (a domain name of components of letters, digits and inner ``-``,
 joined by ``.``; or ``[`` hex digits and ``:`` ``]``), then optionally ``:`` and a port of
-digits. :mod:`credprov.credentialprovider.images` matches the same production with a
+digits. :mod:`credprov.imageauth.images` matches the same production with a
 regular expression inside its reference regexp; this is the same grammar without ``re``,
 for the plugins' telemetry (its warm path imports the standard library's cheapest modules
 only), and ``tests/unit/base/test_hostname.py`` compares the two. Standard library only.

@@ -15,7 +15,10 @@ is understood, so ``install`` refuses any other.
 import os
 import sys
 
-#: Installed name → ``module:function`` of the plugin's main (as ``[project.scripts]``).
+#: Installed name → ``module:function`` of the plugin's main: the one list of plugins. The
+#: bundle builds from it; ``pyproject.toml``'s ``[project.scripts]`` and ``credprov.plugins``
+#: entry points (what ``credprov install`` installs) must agree with it
+#: (``tests/unit/bundle/test_multicall.py`` reads both).
 PLUGINS = {
     "static-credential-provider": "credprov_static.main:main",
     "docker-credential-helper-provider": "credprov_dockerhelper.provider_main:main",
@@ -33,6 +36,10 @@ TOOLS = {
     "doctor": "credprov.doctor.cli:main",
     "validate-config": "credprov.bundle.validate_config:main",
 }
+
+#: The plugins above that a kubelet config does not name: a Docker credential helper for
+#: node tools, installed beside the plugins (no ``credprov.plugins`` entry point).
+NOT_KUBELET_PLUGINS = frozenset({"docker-credential-credprov"})
 
 RUNTIME_NAME = "credprov-plugins"
 

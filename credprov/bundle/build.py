@@ -52,15 +52,9 @@ from credprov.bundle.tarball import open_bundle
 from credprov.sdk import LAZY_MODULES
 from credprov.version import __version__
 
-#: Plugin name → the top-level packages it needs beyond credprov and its plugin package.
-PLUGIN_PACKAGES = {
-    "static-credential-provider": ("credprov_static",),
-    "docker-credential-helper-provider": ("credprov_dockerhelper",),
-    "docker-credential-credprov": ("credprov_dockerhelper",),
-    "ecr-credential-provider": ("credprov_ecr",),
-    "auth-provider-gcp": ("credprov_gcp",),
-    "acr-credential-provider": ("credprov_acr",),
-}
+#: Plugin name → the top-level packages it needs beyond credprov: its plugin package, read
+#: from the one list of plugins (:data:`credprov.bundle._multicall.PLUGINS`).
+PLUGIN_PACKAGES = {name: (entry.split(".")[0],) for name, entry in PLUGINS.items()}
 
 #: Never part of a plugin runtime (test, build and CLI-only dependencies). The doctor
 #: (:data:`TOOLS`) needs the pull manager and the node authorizer; its ``--cri`` needs gRPC,
@@ -243,7 +237,7 @@ def glibc_needs(root: Path) -> list[GlibcNeed]:
         if path.is_symlink() or not path.is_file():
             continue
         with path.open("rb") as fh:
-            if fh.read(4) != b"\x7fELF":
+            if fh.read(4) != elf.MAGIC:
                 continue
             fh.seek(0)
             info = elf.parse(fh.read())

@@ -70,9 +70,15 @@ bad_setting() {
     exit 2
 }
 
+# Names the bundle's runtime defines (credprov/bundle/_multicall.py: NAME_PREFIX and TOOLS;
+# tests/unit/bundle/test_multicall.py compares them with these).
+supported_prefix=credprov-
+doctor_tool=doctor
+validate_config_tool=validate-config
+
 bundle=$(dirname "$(readlink -f "$0")")
 case "${1-}" in
-doctor) shift; exec "$bundle/doctor" "$@" ;;
+"$doctor_tool") shift; exec "$bundle/$doctor_tool" "$@" ;;
 credprov-install) shift ;;
 "") ;;
 *) echo "$prog: error: unknown command $1: want credprov-install (the default) or doctor ARGS" >&2; exit 2 ;;
@@ -97,8 +103,8 @@ uninstall=$(flag UNINSTALL "${UNINSTALL:-}") || bad_setting "UNINSTALL must be 1
 
 prefix=${NAME_PREFIX:-}
 case "$prefix" in
-"" | credprov-) ;;
-*) bad_setting "NAME_PREFIX may only be credprov- (the runtime recognises only that prefix)" ;;
+"" | "$supported_prefix") ;;
+*) bad_setting "NAME_PREFIX may only be $supported_prefix (the runtime recognises only that prefix)" ;;
 esac
 
 # PLUGINS: names only, each in the bundle; never options for install.
@@ -184,7 +190,7 @@ private_dir() {
         fail "cannot create a private directory in ${TMPDIR:-/tmp}: mount a writable emptyDir at /tmp (the image's root is read-only)"
 }
 
-validate_config=$bundle/validate-config
+validate_config=$bundle/$validate_config_tool
 # One line from validate-config's stderr, without its own prefix.
 vc_error() { printf '%s\n' "$1" | tail -n 1 | sed 's/^validate-config: error: //'; }
 

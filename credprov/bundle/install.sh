@@ -44,6 +44,8 @@ set -eu
 prog=install
 nl='
 '
+# The bundle runtime's names (credprov/bundle/_multicall.py: RUNTIME_NAME, NAME_PREFIX;
+# tests/unit/bundle/test_multicall.py compares them with these).
 runtime_name=credprov-plugins
 supported_prefix=credprov-
 lease=30

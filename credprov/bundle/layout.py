@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import platform
 
+from credprov.base.arch import BUNDLED, by_go, by_uname
 from credprov.errors import CredprovError
 
 __all__ = ["ARCHES", "BUNDLE_DIR", "BundleError", "go_arch", "machine_of"]
@@ -18,14 +19,9 @@ __all__ = ["ARCHES", "BUNDLE_DIR", "BundleError", "go_arch", "machine_of"]
 #: The top directory of every bundle tarball (and the runtime executable's name).
 BUNDLE_DIR = "credprov-plugins"
 
-#: ``platform.machine()`` spellings -> the architecture as Go (and container images) name it.
-_GO_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
-
-#: Go's name -> the kernel's (``uname -m``), qemu's and manylinux wheels' name.
-_MACHINE = {"amd64": "x86_64", "arm64": "aarch64"}
-
-#: The architectures a bundle or an installer image can be made for (``linux/<arch>``).
-ARCHES = frozenset(_GO_ARCH.values())
+#: The architectures a bundle or an installer image can be made for (``linux/<arch>``, Go's
+#: names): :data:`credprov.base.arch.BUNDLED`, the one table's.
+ARCHES = BUNDLED
 
 
 class BundleError(CredprovError):
@@ -39,10 +35,10 @@ def go_arch(machine: str | None = None) -> str:
         BundleError: an architecture bundles are not made for.
     """
     machine = (machine or platform.machine()).lower()
-    try:
-        return _GO_ARCH[machine]
-    except KeyError:
-        raise BundleError(f"unsupported architecture {machine!r}") from None
+    known = by_uname(machine)
+    if known is None or known.go not in ARCHES:
+        raise BundleError(f"unsupported architecture {machine!r}")
+    return known.go
 
 
 def machine_of(arch: str) -> str:
@@ -52,9 +48,7 @@ def machine_of(arch: str) -> str:
     Raises:
         BundleError: an architecture bundles are not made for.
     """
-    try:
-        return _MACHINE[arch]
-    except KeyError:
-        raise BundleError(
-            f"unknown architecture {arch!r}; supported: {', '.join(sorted(_MACHINE))}"
-        ) from None
+    known = by_go(arch)
+    if known is None or arch not in ARCHES:
+        raise BundleError(f"unknown architecture {arch!r}; supported: {', '.join(sorted(ARCHES))}")
+    return known.machine

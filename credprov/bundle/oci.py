@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from credprov.base import elf
+from credprov.base.arch import by_go
 from credprov.base.rootfs import NodeRoot
 from credprov.bundle._multicall import TOOLS
 from credprov.bundle.build import _temp_next_to, newest_glibc
@@ -292,7 +293,7 @@ def _copy_bundle(bundle: BundleTarball, layer: tarfile.TarFile) -> RuntimeNeeds:
         fh = bundle.extractfile(member)
         if member.name.startswith(f"{BUNDLE_DIR}/runtime/"):
             head = fh.read(4)
-            if head == b"\x7fELF":
+            if head == elf.MAGIC:
                 if member.size > _MAX_LIBRARY:
                     raise BundleError(f"bundle {bundle.path}: {member.name} is an ELF file "
                                       "over 64 MiB")  # fmt: skip
@@ -305,8 +306,6 @@ def _copy_bundle(bundle: BundleTarball, layer: tarfile.TarFile) -> RuntimeNeeds:
     return runtime
 
 
-_MULTIARCH = {"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}
-
 #: No system library is this big (glibc's libc.so.6 is about 2 MB).
 _MAX_LIBRARY = 64 << 20
 
@@ -315,7 +314,9 @@ def _library_dirs(arch: str | None = None) -> tuple[str, ...]:
     """Where the loader of ``arch`` finds system libraries without ``ld.so.cache``: the
     multiarch directories first (Debian, Ubuntu), then ``lib64`` (Fedora, RHEL) and ``lib``.
     A library is put at the same path in the image, a directory that loader searches."""
-    triplet = _MULTIARCH.get(arch or go_arch(), "")
+    known = by_go(arch or go_arch())
+    # Debian's multiarch triplet (/usr/lib/x86_64-linux-gnu) of a bundled architecture
+    triplet = f"{known.machine}-linux-gnu" if known is not None and known.bundled else ""
     multiarch = (f"/lib/{triplet}", f"/usr/lib/{triplet}") if triplet else ()
     return (*multiarch, "/lib64", "/usr/lib64", "/lib", "/usr/lib")
 

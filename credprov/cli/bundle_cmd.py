@@ -35,7 +35,7 @@ def add_parser(sub: Any) -> None:
         ),
     )
     p.add_argument("plugins", nargs="*", metavar="PLUGIN", help="plugins to bundle (all)")
-    opts.OUT_DIR.add(p)
+    opts.OUT_DIR.add(p, note="the tarball")
     p.add_argument(
         "--arch",
         metavar="ARCH[,ARCH]",

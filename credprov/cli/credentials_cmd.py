@@ -35,18 +35,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument("images", nargs="*", metavar="IMAGE")
     opts.CONFIG.add(p, required=True)
     opts.BIN_DIR.add(p, required=True)
-    p.add_argument(
-        "--pull-secret",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a Secret (or List of Secrets) of type kubernetes.io/dockerconfigjson or "
-        "kubernetes.io/dockercfg, YAML or JSON; repeatable. Other Secrets (and a docker "
-        "config.json, which belongs in --node-docker-config) are ignored as the kubelet "
-        "ignores them, with a warning",
+    opts.PULL_SECRET.add(
+        p,
+        note="Secrets of other types (and a docker config.json, which belongs in "
+        "--node-docker-config) are ignored as the kubelet ignores them, with a warning",
     )
-    for option in (opts.NODE_DOCKER_CONFIG, opts.OBJECTS, opts.POD, opts.NODE):
+    for option in (opts.NODE_DOCKER_CONFIG, opts.OBJECTS, opts.POD):
         option.add(p)
+    opts.NODE.add(p, note="default: the pod's spec.nodeName")
     p.add_argument(
         "--parallel", type=_positive_int, default=1, metavar="N", help="resolve N images at once"
     )
@@ -114,8 +110,8 @@ def resolution_to_dict(res: Any, show_secrets: bool) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Resolve the images' credentials and print them; exit 1 when one failed."""
+    from credprov.credentialprovider.engine import NodeSettings, node_engine
     from credprov.credentialprovider.objects import load_pull_secrets
-    from credprov.kubelet.node import node_engine
 
     gates = feature_gates(args)
     as_pod = _as_pod(args, gates) if (args.objects or args.pod or args.node) else None
@@ -129,13 +125,16 @@ def run(args: argparse.Namespace) -> int:
         if as_pod is not None
         else load_pull_secrets(args.pull_secret, on_ignored=warn)
     )
-    engine = node_engine(
-        args.node_docker_config,
-        (args.config, args.bin_dir),
-        gates,
+    settings = NodeSettings(
+        config=args.config,
+        bin_dir=args.bin_dir,
+        node_docker_config=args.node_docker_config,
+        pull_secrets=secrets,
+        feature_gates=gates,
         plugin_timeout=args.plugin_timeout,
-        as_pod=as_pod,
+        service_accounts=as_pod.service_accounts if as_pod is not None else None,
     )
+    engine = node_engine(settings)
     providers = engine.providers
     assert providers is not None  # --config is required
     pod_info = as_pod.info if as_pod is not None else None
@@ -144,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"credprov: warning: {warning}", file=sys.stderr)
 
     def resolve(image: str) -> Any:
-        return engine.resolve(image, secrets, pod_info)
+        return engine.resolve(image, pod=pod_info)
 
     if args.parallel > 1 and len(images) > 1:
         from concurrent.futures import ThreadPoolExecutor

@@ -9,7 +9,7 @@ container runtime over CRI, with the ``KubeletEnsureSecretPulledImages`` pull ma
 keeping its records under ``--root-dir/image_manager`` as the kubelet does:
 
 * credentials come from the pod's ``imagePullSecrets`` (looked up by name in the pod's
-  namespace among the ``--secrets`` objects), then the node's docker config, then the
+  namespace among the ``--pull-secret`` objects), then the node's docker config, then the
   credential provider plugins of ``--config``/``--bin-dir``, in the kubelet's order, and
   only when a decision needs them;
 * with ``--objects FILE``, ``--pod NS/NAME`` is a pod of that cluster and the command runs
@@ -89,16 +89,13 @@ def add_parser(sub: Any) -> None:
     )
     opts.CRI.add(p, required=True)
     opts.ROOT_DIR.add(p, required=True)
-    opts.POD.add(p, required=True)
-    p.add_argument(
-        "--secrets",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="Secret objects (or a List) the pod's imagePullSecrets may name; repeatable "
-        "(not with --objects)",
+    opts.POD.add(p, required=True, note="or a Pod file, YAML or JSON, without --objects")
+    opts.PULL_SECRET.add(
+        p, aliases=("--secrets",), note="the pod's imagePullSecrets are looked up among them"
     )
-    for option in (opts.OBJECTS, opts.NODE, opts.CONFIG, opts.BIN_DIR, opts.NODE_DOCKER_CONFIG):
+    opts.OBJECTS.add(p)
+    opts.NODE.add(p, note="default: the pod's spec.nodeName")
+    for option in (opts.CONFIG, opts.BIN_DIR, opts.NODE_DOCKER_CONFIG):
         option.add(p)
     p.add_argument(
         "--policy",
@@ -189,7 +186,7 @@ def _pod_and_credentials(args: argparse.Namespace) -> tuple[Any, Any, Any, Any, 
     """The pod, the ``--objects`` view of it (or None), the credential engine, the pull
     secrets and the names of missing ones; prints the kubelet's warning line for each
     pull secret it could not retrieve (the pod event comes only when a pull then fails)."""
-    from credprov.kubelet import node as node_mod
+    from credprov.credentialprovider.engine import NodeSettings, node_engine
     from credprov.kubelet.podspec import load_pod, missing_secret_warning, select_pull_secrets
 
     gates = feature_gates(args)
@@ -202,17 +199,19 @@ def _pod_and_credentials(args: argparse.Namespace) -> tuple[Any, Any, Any, Any, 
         if args.node:
             raise CLIError("--node needs --objects (the cluster the node belongs to)")
         pod = load_pod(args.pod)
-    engine = node_mod.node_engine(
-        args.node_docker_config,
-        (args.config, args.bin_dir) if args.config else None,
-        gates,
+    settings = NodeSettings(
+        config=args.config or None,
+        bin_dir=args.bin_dir if args.config else None,
+        node_docker_config=args.node_docker_config,
+        feature_gates=gates,
         plugin_timeout=args.plugin_timeout,
-        as_pod=as_pod,
+        service_accounts=as_pod.service_accounts if as_pod is not None else None,
     )
+    engine = node_engine(settings)
     if as_pod is None:
         from credprov.credentialprovider.objects import load_pull_secrets
 
-        secrets, missing = select_pull_secrets(pod, load_pull_secrets(args.secrets))
+        secrets, missing = select_pull_secrets(pod, load_pull_secrets(args.pull_secret))
         warnings = [missing_secret_warning(pod, name) for name in missing]
     for warning in warnings:
         print(f"credprov: warning: {warning}", file=sys.stderr)
@@ -227,9 +226,9 @@ def _pod_from_objects(args: argparse.Namespace, gates: Any) -> tuple[Any, Any]:
     from credprov.kubelet.aspod import load_as_pod
     from credprov.kubelet.podspec import parse_pod
 
-    if args.secrets:
+    if args.pull_secret:
         raise CLIError(
-            "--secrets cannot be combined with --objects: the pod's imagePullSecrets are "
+            "--pull-secret cannot be combined with --objects: the pod's imagePullSecrets are "
             "read from --objects through the Node authorizer"
         )
     as_pod = load_as_pod(args.objects, args.pod, args.node, gates)

@@ -43,9 +43,9 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Explain the match of ``args.image``; the exit status."""
     from credprov.cli.main import CLIError
-    from credprov.credentialprovider.images import InvalidImageError, parse_image_name
-    from credprov.credentialprovider.matching import explain_match
     from credprov.credentialprovider.plugin.config import load_config
+    from credprov.imageauth.images import InvalidImageError, parse_image_name
+    from credprov.imageauth.matching import explain_match
 
     config, _ = load_config(args.config, feature_gates(args))
     try:

@@ -62,7 +62,9 @@ def add_parser(sub: Any) -> None:
         help="a service account that uses the provider, optionally with one annotation "
         "value to set (repeat it for more)",
     )
-    opts.OUT_DIR.add(wire)
+    opts.OUT_DIR.add(
+        wire, note="one YAML file per object, each written atomically, instead of stdout"
+    )
     opts.OBJECTS.add(wire)
     opts.add_common(wire, opts.FEATURE_GATES)
     p.set_defaults(run=run)

@@ -1,5 +1,6 @@
-"""The ``credprov`` command: parse (:mod:`credprov.cli.parser`), set up logging
-(:mod:`credprov.cli._logging`), run the subcommand under the one error contract.
+"""The ``credprov`` command: parse (:mod:`credprov.cli.parser`) and run the subcommand
+through the one ``main()`` skeleton both front ends share
+(:func:`credprov.cmdoptions.run_main`: logging, the Go behaviour, the error contract).
 
 Every subcommand module exposes ``add_parser(subparsers)`` and ``run(args) -> int``. Errors
 the user can act on are :class:`CLIError` (or a library error, never re-wrapped, so its
@@ -15,7 +16,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from credprov.cmdoptions import follow_go_options, one_line, run_command, safe_streams
+from credprov.cmdoptions import one_line, run_main
 from credprov.errors import CredprovError
 
 __all__ = ["CLIError", "entry", "feature_gates", "main", "warn"]
@@ -44,17 +45,9 @@ def warn(message: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``credprov`` with ``argv`` (default ``sys.argv[1:]``); the exit status."""
-    from credprov.cli._logging import setup_logging_lazily
     from credprov.cli.parser import build_parser
 
-    safe_streams()
-    parser = build_parser(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
-    setup_logging_lazily(args.verbosity)
-    bad_go = follow_go_options(args, "credprov")
-    if bad_go is not None:
-        return bad_go
-    return run_command("credprov", lambda: int(args.run(args)))
+    return run_main("credprov", build_parser, argv, lambda args: int(args.run(args)))
 
 
 def entry() -> None:

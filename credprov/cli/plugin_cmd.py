@@ -116,7 +116,7 @@ def run_exec(args: argparse.Namespace) -> int:
 
 def run_install(args: argparse.Namespace) -> int:
     """Install plugin launchers into ``--bin-dir`` (or list the installable ones)."""
-    from credprov.credentialprovider.plugin.install import available_plugins, install
+    from credprov.install import available_plugins, install
 
     if args.list:
         plugins = sorted(available_plugins().items())

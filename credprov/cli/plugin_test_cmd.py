@@ -67,7 +67,12 @@ def add_test_parser(plugin_subparsers: Any) -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="an environment variable for the plugin, as a provider's env; repeatable",
     )
-    opts.TIMEOUT.add(p)
+    opts.PLUGIN_TIMEOUT.add(
+        p,
+        aliases=("--timeout",),
+        note="negative cases use at most 10s; after the first overrun the remaining cases "
+        "are skipped",
+    )
     token = p.add_mutually_exclusive_group()
     token.add_argument(
         "--service-account-token",
@@ -155,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
             args.api_versions,
             args=args.plugin_args,
             env=dict(args.plugin_env),
-            timeout_ns=args.timeout,
+            timeout_ns=args.plugin_timeout,
             service_account_token=token or None,
             annotations=dict(args.annotations),
         )

@@ -25,19 +25,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from credprov.credentialprovider.images import (
+from credprov.errors import CredentialProviderError
+from credprov.imageauth.images import (
     InvalidImageError,
     image_name_error,
     parse_image_name,
 )
-from credprov.credentialprovider.keyring import (
+from credprov.imageauth.keyring import (
     DockerKeyring,
     Keyring,
     ServiceAccountCoordinates,
     TrackedAuthConfig,
     make_pull_secret_keyring,
 )
-from credprov.errors import CredentialProviderError
 
 # typing costs start-up on every CLI run; the protocols below are for type checkers, and
 # plain classes at run time (mypy reads TYPE_CHECKING as typing's).
@@ -261,7 +261,7 @@ class CredentialSource(Protocol):
         """Credentials for ``request.repo``.
 
         Raises:
-            credprov.credentialprovider.keyring.KeyringError: a pull secret whose payload does not parse.
+            credprov.imageauth.keyring.KeyringError: a pull secret whose payload does not parse.
         """
         ...
 
@@ -277,7 +277,7 @@ class PullSecrets:
         """The pull secrets' credentials for ``request.repo``.
 
         Raises:
-            credprov.credentialprovider.keyring.KeyringError: a payload that does not parse.
+            credprov.imageauth.keyring.KeyringError: a payload that does not parse.
         """
         if not request.pull_secrets:
             return _NOTHING
@@ -385,7 +385,7 @@ class CredentialChain:
         kubelet's text (``couldn't parse image name ...``).
 
         Raises:
-            credprov.credentialprovider.keyring.KeyringError: a pull secret whose payload does not parse.
+            credprov.imageauth.keyring.KeyringError: a pull secret whose payload does not parse.
         """
         if not pull_secrets:
             hit = self._memo.get(image)
@@ -413,8 +413,30 @@ class CredentialChain:
             # pkg/util/parsers.ParseImageName's wrapping.
             resolution.error = str(image_name_error(image, exc))
             return resolution
-        resolution.repo = repo
-        request = CredentialRequest(image, repo, pull_secrets, pod)
+        return self._ask(resolution, CredentialRequest(image, repo, pull_secrets, pod))
+
+    def resolve_registry(
+        self,
+        registry: str,
+        pull_secrets: Sequence[Mapping[str, Any]] = (),
+        pod: PodInfo | None = None,
+    ) -> ImageResolution:
+        """The credentials for the registry host ``registry`` itself, in try order: every
+        source is asked about the host, as it is about an image's repository.
+
+        For callers that name a registry rather than an image (a Docker credential helper's
+        server URL): :func:`parse_image_name` would read a bare host as a Docker Hub
+        repository.
+
+        Raises:
+            credprov.imageauth.keyring.KeyringError: a pull secret whose payload does not parse.
+        """
+        resolution = ImageResolution(image=registry, repo=registry)
+        return self._ask(resolution, CredentialRequest(registry, registry, pull_secrets, pod))
+
+    def _ask(self, resolution: ImageResolution, request: CredentialRequest) -> ImageResolution:
+        """Walk the sources in order for ``request``; their answers fill ``resolution``."""
+        resolution.repo = request.repo
         credentials: list[TrackedAuthConfig] = []
         providers: list[ProvideResult] = []
         for source in self.sources:

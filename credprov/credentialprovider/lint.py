@@ -13,7 +13,7 @@ from __future__ import annotations
 from credprov._go.url import GoURL, GoURLError, parse
 from credprov._go.version import FAMILIES, GoURLFamily, current_go, describe, go_release
 from credprov.api import internal
-from credprov.credentialprovider.matching import parse_schemeless_url
+from credprov.imageauth.matching import parse_schemeless_url
 
 
 def _other_go_warnings(where: str, pattern: str, url: GoURL) -> list[str]:

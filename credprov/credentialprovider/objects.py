@@ -12,14 +12,14 @@ from typing import Any
 
 from credprov._go.json import YAMLError, load_yaml_all
 from credprov.base.fileio import FileTooLargeError, read_bounded
-from credprov.credentialprovider.keyring import (
+from credprov.errors import CredentialProviderError
+from credprov.imageauth.keyring import (
     DockerKeyring,
     KeyringError,
     parse_docker_config,
     secret_coordinates,
     unusable_pull_secret_reason,
 )
-from credprov.errors import CredentialProviderError
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 

@@ -108,7 +108,7 @@ def _validate_exec_fields(provider: CredentialProvider, errs: list[fe.FieldError
         # Imported on use: config validation should not pull in the image-matching code
         # (and its imports) just to be loaded.
         from credprov._go.url import GoURLError
-        from credprov.credentialprovider.matching import parse_schemeless_url
+        from credprov.imageauth.matching import parse_schemeless_url
 
         for match_image in provider.match_images:
             try:

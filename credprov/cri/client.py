@@ -41,8 +41,8 @@ from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from credprov.base.redact import Redactor
-from credprov.credentialprovider.keyring import TrackedAuthConfig
 from credprov.errors import CredprovError
+from credprov.imageauth.keyring import TrackedAuthConfig
 from credprov.pullmanager.interfaces import PullError, RuntimeImage
 
 if TYPE_CHECKING:

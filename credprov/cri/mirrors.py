@@ -269,7 +269,7 @@ def _image_parts(image: str) -> tuple[str, str, str, str]:
     Raises:
         MirrorConfigError: not a valid image reference.
     """
-    from credprov.credentialprovider.images import InvalidImageError, split_reference
+    from credprov.imageauth.images import InvalidImageError, split_reference
 
     try:
         repo, tag, digest = split_reference(image)
@@ -904,9 +904,9 @@ def credential_sources(
 ) -> Callable[[str], list[str]]:
     """``sources(repository)`` for :func:`judge_credentials`: each provider whose
     ``matchImages`` match the repository (``provider NAME``), and ``keyring_name`` when
-    ``keyring`` (a :class:`~credprov.credentialprovider.keyring.DockerKeyring`) has an
+    ``keyring`` (a :class:`~credprov.imageauth.keyring.DockerKeyring`) has an
     entry for it. Plugins are not run: a match says the kubelet would ask them."""
-    from credprov.credentialprovider.matching import urls_match_str
+    from credprov.imageauth.matching import urls_match_str
 
     listed = list(providers)
 

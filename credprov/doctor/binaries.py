@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass
 
 from credprov.base import elf
+from credprov.base.arch import by_e_machine
 from credprov.base.rootfs import NodeRoot
 
 __all__ = [
@@ -36,20 +37,6 @@ __all__ = [
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 _HEAD_BYTES = 64 * 1024
-
-#: e_machine -> (name, uname -m spellings).
-_MACHINES: dict[int, tuple[str, tuple[str, ...]]] = {
-    3: ("x86 (i386)", ("i386", "i486", "i586", "i686")),
-    8: ("MIPS", ("mips", "mips64")),
-    20: ("PowerPC", ("ppc",)),
-    21: ("PowerPC64", ("ppc64", "ppc64le")),
-    22: ("s390x", ("s390x", "s390")),
-    40: ("ARM", ("armv7l", "armv6l", "arm")),
-    62: ("x86-64", ("x86_64", "amd64")),
-    183: ("AArch64", ("aarch64", "arm64")),
-    243: ("RISC-V", ("riscv64",)),
-    258: ("LoongArch", ("loongarch64",)),
-}
 
 
 @dataclass(frozen=True)
@@ -69,7 +56,8 @@ class ElfInfo:
     def machine_name(self) -> str:
         """The machine in ``uname -m`` spelling (``x86_64``, ``aarch64``), or
         ``machine <number>`` for one the doctor does not know."""
-        return _MACHINES.get(self.machine, (f"machine {self.machine}", ()))[0]
+        known = by_e_machine(self.machine)
+        return known.name if known is not None else f"machine {self.machine}"
 
 
 @dataclass(frozen=True)
@@ -99,14 +87,15 @@ def node_machine(root: NodeRoot) -> str:
             info = elf_info(root.read(probe, 4096, head=True))
         except OSError:
             continue
-        if info is not None and info.machine in _MACHINES:
-            return _MACHINES[info.machine][1][0]
+        known = by_e_machine(info.machine) if info is not None else None
+        if known is not None:
+            return known.machine
     return os.uname().machine
 
 
 def _machine_matches(info: ElfInfo, machine: str) -> bool:
-    names = _MACHINES.get(info.machine, ("", ()))[1]
-    return machine in names
+    known = by_e_machine(info.machine)
+    return known is not None and machine in known.unames
 
 
 def check_executable(

@@ -3,7 +3,7 @@
 Each function takes the :class:`~credprov.doctor.context.Context` and returns findings.
 They call the library rather than re-implementing it: the config is read and validated by
 :func:`credprov.credentialprovider.plugin.config.load_config` (the kubelet's text), linted by
-:func:`credprov.credentialprovider.lint.lint_config`, matching is :func:`credprov.credentialprovider.matching.explain_match`, and
+:func:`credprov.credentialprovider.lint.lint_config`, matching is :func:`credprov.imageauth.matching.explain_match`, and
 a plugin's answer is judged by :func:`credprov.credentialprovider.plugin.conformance.run_conformance`.
 """
 
@@ -15,8 +15,6 @@ import stat
 
 from credprov._go.durations import format_duration
 from credprov.api import internal
-from credprov.credentialprovider.images import InvalidImageError, parse_image_name
-from credprov.credentialprovider.matching import explain_match
 from credprov.credentialprovider.plugin.conformance import (
     SLOW_FRACTION,
     Check,
@@ -31,6 +29,8 @@ from credprov.doctor.plugin_runs import PluginRuns, refusal_text
 from credprov.doctor.report import Finding, Status
 from credprov.doctor.samples import HOST_RULES, derive_sample, plugin_kind
 from credprov.doctor.sandbox import SandboxError
+from credprov.imageauth.images import InvalidImageError, parse_image_name
+from credprov.imageauth.matching import explain_match
 
 __all__ = [
     "check_bin_dir",
@@ -767,7 +767,7 @@ def _judge_answer(
 
 def check_image_match(ctx: Context) -> list[Finding]:
     """``image.match``: for each ``--image``, which providers' ``matchImages`` match it,
-    or why none does (:func:`credprov.credentialprovider.matching.explain_match`).
+    or why none does (:func:`credprov.imageauth.matching.explain_match`).
 
     Returns:
         Nothing without ``--image``; else one finding per image: PASS naming the matching

@@ -60,11 +60,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     defaults to nothing here: ``credprov -v N doctor`` sets it before the subcommand; the
     standalone :func:`build_parser` defaults it to 0)."""
     opts.NODE_ROOT.add(p)
-    opts.CONFIG.add(p)
-    opts.BIN_DIR.add(p)
+    opts.CONFIG.add(p, note="instead of the node's")
+    opts.BIN_DIR.add(p, note="instead of the node's")
     p.add_argument("--kubelet-config", metavar="FILE", help="the KubeletConfiguration file")
-    opts.NODE.add(p)
-    opts.IMAGE.add(p)
+    opts.NODE.add(p, note="default: this node's hostname")
+    opts.IMAGE.add(
+        p, note="to check which providers match it, also the sample image of plugin runs"
+    )
     p.add_argument("--no-exec", action="store_true", help="do not run the plugins")
     opts.OBJECTS.add(p)
     images = p.add_mutually_exclusive_group()
@@ -72,8 +74,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     opts.NODE_IMAGES.add(images)
     opts.PLUGIN_TIMEOUT.add(p)
     opts.PLUGINS_DEADLINE.add(p)
-    opts.CONTAINERD_CONFIG_PATH.add(p)
-    opts.REGISTRIES_CONF.add(p)
+    opts.CONTAINERD_CONFIG_PATH.add(
+        p, note="inside --node-root; default there: the config_path of /etc/containerd/config.toml"
+    )
+    opts.REGISTRIES_CONF.add(p, note="inside --node-root; default there: that file when present")
     opts.TEXTFILE.add(p)
     opts.EVERY.add(p)
     opts.NPD.add(p)
@@ -286,16 +290,9 @@ def build_parser(prog: str = PROG, argv: Sequence[str] = ()) -> argparse.Argumen
 def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     """``credprov doctor`` without the credprov CLI: parse ``argv`` (default
     ``sys.argv[1:]``), run, return the exit status; never a traceback."""
-    opts.safe_streams()
-    words = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(prog, words).parse_args(words)
-    from credprov.base.logs import setup_logging
-
-    setup_logging(args.verbosity)
-    bad_go = opts.follow_go_options(args, prog)
-    if bad_go is not None:
-        return bad_go
-    return opts.run_command(prog, lambda: run(args, prog))
+    return opts.run_main(
+        prog, lambda words: build_parser(prog, words), argv, lambda args: run(args, prog)
+    )
 
 
 if __name__ == "__main__":

@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from credprov.credentialprovider.images import InvalidImageError, normalize_reference
 from credprov.doctor.context import Context, DoctorUsageError
+from credprov.imageauth.images import InvalidImageError, normalize_reference
 from credprov.pullmanager.interfaces import RuntimeImage
 
 if TYPE_CHECKING:

@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
-from credprov.credentialprovider.images import InvalidImageError, parse_image_name
 from credprov.doctor.cluster import (
     NodeImages,
     load_node_images,
@@ -34,6 +33,7 @@ from credprov.doctor.context import ENSURE_PULLED_GATE, Context
 from credprov.doctor.discovery import ALLOWLIST, POLICY, ROOT_DIR
 from credprov.doctor.pullrecords import NodePullRecords, RecordsScan
 from credprov.doctor.report import Finding, Status
+from credprov.imageauth.images import InvalidImageError, parse_image_name
 from credprov.kubelet.podspec import pod_images
 from credprov.pullmanager.interfaces import RuntimeImage, StoreReadError
 from credprov.pullmanager.types import ImagePulledRecord

@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from credprov.api import internal
-from credprov.credentialprovider.images import InvalidImageError, parse_image_name
-from credprov.credentialprovider.matching import urls_match_str
 from credprov.doctor.cluster import load_store, pod_id, pod_service_account, pod_uid, pods_on_node
 from credprov.doctor.context import SA_TOKEN_GATE, Context
 from credprov.doctor.report import Finding, Status
+from credprov.imageauth.images import InvalidImageError, parse_image_name
+from credprov.imageauth.matching import urls_match_str
 from credprov.kubelet.podspec import pod_images
 
 if TYPE_CHECKING:

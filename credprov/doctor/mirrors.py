@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from credprov.base.rootfs import NodeRoot
-from credprov.credentialprovider.keyring import DockerKeyring, KeyringError, parse_docker_config
 from credprov.cri.mirrors import (
     CONTAINERD_CONFIG,
     REGISTRIES_CONF,
@@ -36,6 +35,7 @@ from credprov.cri.mirrors import (
 from credprov.doctor.context import Context
 from credprov.doctor.discovery import DEFAULT_ROOT_DIR, ROOT_DIR
 from credprov.doctor.report import Finding, Status
+from credprov.imageauth.keyring import DockerKeyring, KeyringError, parse_docker_config
 
 __all__ = ["CHECK_ID", "check_runtime_mirrors", "node_docker_keyring"]
 

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from credprov.api import internal
-from credprov.credentialprovider.images import InvalidImageError, parse_image_name
-from credprov.credentialprovider.matching import urls_match_str
+from credprov.imageauth.images import InvalidImageError, parse_image_name
+from credprov.imageauth.matching import urls_match_str
 
 __all__ = ["HOST_RULES", "Sample", "derive_sample", "plugin_kind"]
 

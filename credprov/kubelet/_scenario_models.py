@@ -65,7 +65,7 @@ def type_name(value: Any) -> str:
 
 
 def _image_name(name: str) -> str:
-    from credprov.credentialprovider.images import InvalidImageError, parse_image_name
+    from credprov.imageauth.images import InvalidImageError, parse_image_name
 
     try:
         parse_image_name(name)
@@ -152,7 +152,7 @@ class AuthEntry(_Strict):
 
 def _auths(value: Any, handler: Any) -> Any:
     # The entries' shapes through the model; the raw mapping (its order too) is kept.
-    from credprov.credentialprovider.keyring import KeyringError, tracked_auth_configs
+    from credprov.imageauth.keyring import KeyringError, tracked_auth_configs
 
     if not handler(value):
         raise _fail("must hold at least one registry entry")

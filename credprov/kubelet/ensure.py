@@ -37,9 +37,9 @@ from credprov._go.durations import format_duration
 from credprov._go.fmt import go_quote
 from credprov.base.clock import Clock, RealClock
 from credprov.credentialprovider.chain import CredentialChain, ImageResolution, PodInfo, PullSecrets
-from credprov.credentialprovider.images import InvalidImageError
-from credprov.credentialprovider.keyring import TrackedAuthConfig
 from credprov.errors import CredprovError
+from credprov.imageauth.images import InvalidImageError
+from credprov.imageauth.keyring import TrackedAuthConfig
 from credprov.pullmanager.interfaces import REGISTRY_UNAVAILABLE, ImageService, PullError
 from credprov.pullmanager.manager import GetPodCredentials
 from credprov.pullmanager.types import (
@@ -181,7 +181,7 @@ def apply_default_image_tag(image: str) -> str:
     Raises:
         InvalidImageError: with ``parsers.ParseImageName``'s ``couldn't parse image name``.
     """
-    from credprov.credentialprovider.images import image_name_error, split_reference
+    from credprov.imageauth.images import image_name_error, split_reference
 
     try:
         _, tag, digest = split_reference(image)
@@ -195,7 +195,7 @@ def apply_default_image_tag(image: str) -> str:
 def default_pull_policy(image: str) -> str:
     """The API server's ``SetDefaults_Container``: ``Always`` for ``:latest`` (or no tag and
     no digest), ``IfNotPresent`` otherwise."""
-    from credprov.credentialprovider.images import split_reference
+    from credprov.imageauth.images import split_reference
 
     try:
         _, tag, digest = split_reference(image)

@@ -1,5 +1,6 @@
 """One kubelet's image path, wired together for the CLI: shared by ``ensure-image``,
-``image-gc`` and ``simulate`` (and, for its credential sources, ``get-credentials``).
+``image-gc`` and ``simulate`` (the node's credential chain is assembled by
+:func:`credprov.credentialprovider.engine.node_engine`).
 
 * :class:`KubeletNode` builds what a kubelet start builds: the ``ImagePullManager`` over
   ``<root>/image_manager`` (its start-up housekeeping settles intents a previous run left,
@@ -11,8 +12,7 @@
   (imported lazily: grpc is heavy), checked with ``Version`` so an unreachable endpoint is
   one clear line before anything is decided; :func:`opened_runtime` holds it for one
   command run and turns what goes wrong there into one line naming ``--root-dir`` or ``--cri``;
-* :func:`node_engine` is the node's credential chain (pull secrets, docker config, then
-  the plugins), and :class:`ProviderErrors` logs and keeps (never raises on) a plugin
+* :class:`ProviderErrors` logs and keeps (never raises on) a plugin
   that failed, as the kubelet carries on with the other sources.
 
 Nothing here prints: the commands own their output.
@@ -30,13 +30,11 @@ from typing import TYPE_CHECKING, Any
 from credprov.kubelet import KubeletError
 
 if TYPE_CHECKING:
-    from credprov.credentialprovider.engine import Engine
-
     # Not at run time: it would import the pull manager's pydantic records and
     # prometheus_client into every get-credentials run.
     from credprov.pullmanager.interfaces import ImageService
 
-log = logging.getLogger("credprov.cli")
+log = logging.getLogger("credprov.kubelet")
 
 __all__ = [
     "KubeletNode",
@@ -47,7 +45,6 @@ __all__ = [
     "credential_kinds",
     "ensure_result_to_dict",
     "is_runtime_error",
-    "node_engine",
     "open_cri_runtime",
     "opened_runtime",
     "parse_cri_endpoint",
@@ -207,46 +204,6 @@ def validate_policy(policy: str, allowlist: Sequence[str]) -> None:
     problems = validate_policy_config(policy, list(allowlist), True)
     if problems:
         raise KubeletError(problems[0])
-
-
-def node_engine(
-    node_docker_config: str | None,
-    plugins: tuple[str, str] | None,
-    feature_gates: Mapping[str, bool] | None,
-    *,
-    plugin_timeout: int,
-    as_pod: Any = None,
-) -> Engine:
-    """The node's credential sources: its docker config, then the credential provider
-    plugins of ``plugins`` (``(config path, bin dir)``; none when None) with a deadline of
-    ``plugin_timeout`` nanoseconds. With ``as_pod`` (:class:`credprov.kubelet.aspod.AsPod`),
-    KEP-4412 providers reach the API server as the pod's node.
-
-    Raises:
-        KubeletError: an unreadable or invalid docker config.
-        credprov.credentialprovider.plugin.config.ConfigError: the kubelet's plugin registration errors.
-    """
-    from credprov.credentialprovider.engine import Engine
-    from credprov.credentialprovider.objects import ObjectsError, load_docker_config_keyring
-
-    try:
-        node_keyring = load_docker_config_keyring(node_docker_config)
-    except ObjectsError as exc:
-        raise KubeletError(str(exc)) from None
-    providers = None
-    if plugins is not None:
-        from credprov.credentialprovider.plugin.registry import register_credential_provider_plugins
-
-        config, bin_dir = plugins
-        # ConfigError carries the kubelet's text; main prints it as one line.
-        providers = register_credential_provider_plugins(
-            config,
-            bin_dir,
-            feature_gates,
-            plugin_timeout=plugin_timeout,
-            service_accounts=as_pod.service_accounts if as_pod is not None else None,
-        )
-    return Engine(providers, node_keyring)
 
 
 class ProviderErrors:

@@ -37,7 +37,7 @@ class SecretSpec:
 
     def to_object(self) -> dict[str, Any]:
         """The Secret as a Kubernetes object (``stringData`` holding ``.dockerconfigjson``)."""
-        from credprov.credentialprovider.keyring import (
+        from credprov.imageauth.keyring import (
             DOCKER_CONFIG_JSON_KEY,
             DOCKER_CONFIG_JSON_TYPE,
         )

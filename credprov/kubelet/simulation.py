@@ -22,7 +22,7 @@ from credprov.credentialprovider.chain import (
     PullSecrets,
     SourceAnswer,
 )
-from credprov.credentialprovider.keyring import DockerKeyring
+from credprov.imageauth.keyring import DockerKeyring
 from credprov.kubelet.node import KubeletNode, ensure_result_to_dict
 from credprov.kubelet.scenario import PodStep, Scenario, SecretSpec, Step
 
@@ -48,7 +48,7 @@ class Simulation:
     """A node built from a scenario: runtime, registry, manager, image manager."""
 
     def __init__(self, scenario: Scenario, root: str, mirrors: Any = None) -> None:
-        from credprov.credentialprovider.keyring import CredentialOrigin, ServiceAccountCoordinates
+        from credprov.imageauth.keyring import CredentialOrigin, ServiceAccountCoordinates
         from credprov.pullmanager.metrics import PullManagerMetrics
         from credprov.testing import FakeRegistry, FakeRuntime, RegistryGrant
 

@@ -574,8 +574,8 @@ def _pods_to_check(
     store: Any, wiring: Wiring, pod_images: PodImages | None
 ) -> list[tuple[Mapping[str, Any], str]]:
     """``(pod, via)`` for the pods using a listed service account or a matched image."""
-    from credprov.credentialprovider.images import InvalidImageError, parse_image_name
-    from credprov.credentialprovider.matching import urls_match_str
+    from credprov.imageauth.images import InvalidImageError, parse_image_name
+    from credprov.imageauth.matching import urls_match_str
     from credprov.nodeauth._objects import meta, s, spec
 
     listed = {(sa.namespace, sa.name) for sa in wiring.service_accounts}

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from credprov.credentialprovider.keyring import TrackedAuthConfig
 from credprov.errors import PullManagerError
+from credprov.imageauth.keyring import TrackedAuthConfig
 from credprov.pullmanager.types import ImagePulledRecord, ImagePullIntent
 
 

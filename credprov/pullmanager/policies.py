@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 from credprov._go.fmt import go_quote
-from credprov.credentialprovider.images import InvalidImageError, parse_image_name
 from credprov.errors import PullManagerError
+from credprov.imageauth.images import InvalidImageError, parse_image_name
 
 __all__ = [
     "ALWAYS_VERIFY",

@@ -46,7 +46,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from credprov.credentialprovider.images import InvalidImageError, parse_image_name
+from credprov.imageauth.images import InvalidImageError, parse_image_name
 from credprov.pullmanager.fsstore import is_cache_filename
 from credprov.pullmanager.interfaces import StoreReadError, StoreWriteError
 from credprov.pullmanager.types import cache_filename

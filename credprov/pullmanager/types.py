@@ -124,7 +124,7 @@ def _escapes_only(raw: str) -> bool:
 
 
 def _go_json(value: Any) -> str:
-    from credprov.api.exec import go_json
+    from credprov._go.json import go_json
 
     return go_json(value)
 

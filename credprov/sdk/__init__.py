@@ -33,7 +33,7 @@ foundation (``credprov.errors``, ``credprov.base``, ``credprov._go``):
 keep it that way, a plugin's warm path runs through here.
 """
 
-from credprov import _lazy_names
+from credprov.base import lazy_names
 from credprov.errors import CredprovError
 from credprov.sdk._errors import ProviderError, UsageError
 from credprov.sdk._runtime import (
@@ -52,9 +52,9 @@ from credprov.sdk.flags import FlagError, Option, go_quote
 TYPE_CHECKING = False
 
 _DURATIONS = "credprov._go.durations"
-_IMAGES = "credprov.credentialprovider.images"
-_MATCHING = "credprov.credentialprovider.matching"
-_KEYRING = "credprov.credentialprovider.keyring"
+_IMAGES = "credprov.imageauth.images"
+_MATCHING = "credprov.imageauth.matching"
+_KEYRING = "credprov.imageauth.keyring"
 
 #: public name -> (module, name there), loaded on first use
 _LAZY = {
@@ -178,7 +178,7 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy_names(__name__, _LAZY, __all__)
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, __all__)
 
 
 if TYPE_CHECKING:
@@ -203,12 +203,12 @@ if TYPE_CHECKING:
     from credprov.base.hashing import sha256
     from credprov.base.proc import run_bounded
     from credprov.base.redact import REDACTED, Redactor
-    from credprov.credentialprovider.images import (
+    from credprov.imageauth.images import (
         InvalidImageError,
         is_default_registry_match,
         parse_image_name,
     )
-    from credprov.credentialprovider.keyring import (
+    from credprov.imageauth.keyring import (
         DOCKER_CONFIG_JSON_KEY,
         DOCKER_CONFIG_JSON_TYPE,
         DOCKERCFG_KEY,
@@ -218,7 +218,7 @@ if TYPE_CHECKING:
         normalize_key,
         secret_data,
     )
-    from credprov.credentialprovider.matching import (
+    from credprov.imageauth.matching import (
         GoURLError,
         MatchPatternError,
         filepath_match,

@@ -23,13 +23,13 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from credprov.credentialprovider.images import (
+from credprov.imageauth.images import (
     InvalidImageError,
     normalize_reference,
     parse_image_name,
     split_reference,
 )
-from credprov.credentialprovider.keyring import TrackedAuthConfig
+from credprov.imageauth.keyring import TrackedAuthConfig
 from credprov.pullmanager.interfaces import REGISTRY_UNAVAILABLE, PullError, RuntimeImage
 
 __all__ = [

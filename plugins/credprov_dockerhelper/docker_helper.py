@@ -29,8 +29,9 @@ Errors are one line on stderr (and, when stdout is not a terminal, on stdout too
 docker and containers/image only show a failed helper's stdout), never a traceback and
 never a secret.
 
-This module is the engine-side bridge, not a plugin: it runs the kubelet engine
-(:mod:`credprov.credentialprovider`) as a docker credential helper, so it imports the
+This module is the engine-side bridge, not a plugin: it builds the node's engine with
+:func:`credprov.credentialprovider.engine.node_engine` (the one assembly the CLI and the
+library use) and asks its chain, as a docker credential helper, so it imports the
 library itself. It is the one plugin module allowed to (the others import only
 :mod:`credprov.sdk` and :mod:`credprov.version`; ``tests/unit/plugins`` checks it).
 """
@@ -140,18 +141,19 @@ def _follow_go(environ: Mapping[str, str]) -> None:
             raise HelperError(f"invalid {ENV_GO_VERSION}: {exc}") from None
 
 
-def _providers(environ: Mapping[str, str]) -> Any:
-    """The registered providers of the configured kubelet config, or None for none."""
-    from credprov._go.durations import DurationError, parse_duration
-    from credprov.credentialprovider.plugin.config import ConfigError
-    from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT
-    from credprov.credentialprovider.plugin.registry import register_credential_provider_plugins
+def _settings(environ: Mapping[str, str]) -> Any:
+    """The node's credential settings (:class:`credprov.credentialprovider.engine.NodeSettings`)
+    from the helper's environment.
 
-    config = environ.get(ENV_CONFIG, DEFAULT_CONFIG)
-    if not config:
-        return None
-    bin_dir = environ.get(ENV_BIN_DIR) or DEFAULT_BIN_DIR
-    timeout = DEFAULT_PLUGIN_TIMEOUT
+    Raises:
+        HelperError: a bad plugin timeout or an unreadable pull secret file.
+    """
+    from credprov._go.durations import DurationError, parse_duration
+    from credprov.credentialprovider.engine import NodeSettings
+    from credprov.credentialprovider.objects import ObjectsError, load_pull_secrets
+
+    config = environ.get(ENV_CONFIG, DEFAULT_CONFIG) or None
+    timeout = None
     if environ.get(ENV_PLUGIN_TIMEOUT):
         try:
             timeout = parse_duration(environ[ENV_PLUGIN_TIMEOUT])
@@ -159,14 +161,20 @@ def _providers(environ: Mapping[str, str]) -> Any:
             raise HelperError(f"invalid {ENV_PLUGIN_TIMEOUT}: {exc}") from None
         if timeout <= 0:
             raise HelperError(f"{ENV_PLUGIN_TIMEOUT} must be positive")
-    plugin_environ = dict(environ)
-    plugin_environ[ENV_ACTIVE] = "1"
     try:
-        return register_credential_provider_plugins(
-            config, bin_dir, plugin_timeout=timeout, environ=plugin_environ
+        secrets = load_pull_secrets(
+            filter(None, environ.get(ENV_PULL_SECRET, "").split(os.pathsep))
         )
-    except ConfigError as exc:
-        raise HelperError(f"kubelet credential providers: {exc}") from None
+    except ObjectsError as exc:
+        raise HelperError(str(exc)) from None
+    return NodeSettings(
+        config=config,
+        bin_dir=(environ.get(ENV_BIN_DIR) or DEFAULT_BIN_DIR) if config else None,
+        node_docker_config=environ.get(ENV_NODE_DOCKER_CONFIG) or None,
+        pull_secrets=secrets,
+        plugin_timeout=timeout,
+        environ={**environ, ENV_ACTIVE: "1"},
+    )
 
 
 def lookup(server_url: str, environ: Mapping[str, str]) -> tuple[str, str] | None:
@@ -176,39 +184,24 @@ def lookup(server_url: str, environ: Mapping[str, str]) -> tuple[str, str] | Non
         HelperError: bad configuration, a bad server URL, or no credential because a
             matching plugin failed.
     """
-    from credprov.credentialprovider.engine import Engine, ImageResolution
-    from credprov.credentialprovider.keyring import KeyringError, make_pull_secret_keyring
+    from credprov.credentialprovider.engine import node_engine
+    from credprov.credentialprovider.objects import ObjectsError
+    from credprov.credentialprovider.plugin.config import ConfigError
+    from credprov.imageauth.keyring import KeyringError
 
     host, path = normalize_server_url(server_url)
     _follow_go(environ)
-    from credprov.credentialprovider.objects import (
-        ObjectsError,
-        load_docker_config_keyring,
-        load_pull_secrets,
-    )
-
+    settings = _settings(environ)
     try:
-        secrets = load_pull_secrets(
-            filter(None, environ.get(ENV_PULL_SECRET, "").split(os.pathsep))
-        )
-        node_keyring = load_docker_config_keyring(environ.get(ENV_NODE_DOCKER_CONFIG, ""))
+        engine = node_engine(settings)
     except ObjectsError as exc:
         raise HelperError(str(exc)) from None
-    engine = Engine(_providers(environ), node_keyring)
+    except ConfigError as exc:
+        raise HelperError(f"kubelet credential providers: {exc}") from None
     try:
-        if path:
-            resolution = engine.resolve(f"{host}/{path}", secrets)
-        else:
-            # The protocol names only a registry. parse_image_name would read a bare host as
-            # a Docker Hub repository, so ask every source about the registry itself, in
-            # the order Engine.resolve uses: pull secrets, node config, plugins.
-            resolution = ImageResolution(image=host, repo=host)
-            creds = make_pull_secret_keyring(secrets).lookup(host)
-            creds += engine.node_keyring.lookup(host)
-            if engine.providers is not None:
-                plugin_creds, resolution.providers = engine.providers.lookup(host)
-                creds += plugin_creds
-            resolution.credentials = creds
+        # The protocol names a registry, and a path only sometimes: ask the chain about the
+        # repository when there is one, else about the registry itself.
+        resolution = engine.resolve(f"{host}/{path}") if path else engine.resolve_registry(host)
     except KeyringError as exc:
         raise HelperError(str(exc)) from None
     if resolution.credentials:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,11 +28,17 @@ from credprov.sdk import (
     DOCKERCFG_KEY,
     DOCKERCFG_TYPE,
     KeyringError,
-    ProviderError,
     docker_config_entry_fields,
     normalize_key,
     secret_data,
 )
+from credprov_static.fields import (
+    DEFAULT_CACHE_DURATION,
+    DEFAULT_CACHE_KEY_TYPE,
+    ConfigError,
+)
+from credprov_static.fields import check_fields as _check_fields
+from credprov_static.fields import quote as _quote
 
 if TYPE_CHECKING:
     from credprov_static.shape import CredentialShape, MirrorShape, StaticCredentialsShape
@@ -43,24 +48,12 @@ KIND = "StaticCredentials"
 
 ENV_VAR = "STATIC_CREDENTIAL_PROVIDER_CONFIG"
 
-MIRROR_ONLY = "MirrorCredentialsOnly"
-MIRROR_FIRST = "MirrorCredentialsFirst"
-MIRROR_LAST = "MirrorCredentialsLast"
-STRATEGIES = (MIRROR_ONLY, MIRROR_FIRST, MIRROR_LAST)
-
-CACHE_KEY_TYPES = ("Image", "Registry", "Global")
-DEFAULT_CACHE_DURATION = "1h"
-DEFAULT_CACHE_KEY_TYPE = "Registry"
 
 _MAX_FILE_BYTES = 4 * 1024 * 1024
 
 _SECRET_FIELDS = frozenset(
     ("apiVersion", "kind", "metadata", "type", "data", "stringData", "immutable")
 )
-
-
-class ConfigError(ProviderError):
-    """The credentials file cannot be used; ``str()`` is one line without secrets."""
 
 
 @dataclass(frozen=True)
@@ -210,31 +203,6 @@ def _parse_yaml(path: str, text: str) -> Any:
         raise ConfigError(f"{path}: invalid YAML{where}: {problem}") from None
     except (yaml.YAMLError, RecursionError):
         raise ConfigError(f"{path}: invalid YAML") from None
-
-
-def _quote(value: Any) -> str:
-    """A short, quoted rendering of a non-secret value for messages."""
-    text = json.dumps(value, ensure_ascii=True, default=str)
-    return text if len(text) <= 80 else text[:77] + '..."'
-
-
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {bool: "boolean", int: "number", float: "number", str: "string"}.get(
-        type(value), "list" if isinstance(value, list) else "mapping"
-    )
-
-
-def _check_fields(path: str, where: str, doc: Mapping[str, Any], allowed: frozenset[str]) -> None:
-    unknown = sorted(str(k) for k in doc if k not in allowed)
-    if unknown:
-        names = ", ".join(_quote(k) for k in unknown)
-        prefix = f"{where}: " if where else ""
-        raise ConfigError(
-            f"{path}: {prefix}unknown field{'s' if len(unknown) > 1 else ''} {names} "
-            f"(allowed: {', '.join(sorted(allowed))})"
-        )
 
 
 # -- registry patterns ------------------------------------------------------------------------

@@ -33,14 +33,13 @@ from credprov.sdk import (
     urls_match_str,
 )
 from credprov_static.config import (
-    MIRROR_FIRST,
-    MIRROR_ONLY,
     Credential,
     Mirror,
     StaticConfig,
     config_path,
     load,
 )
+from credprov_static.fields import MIRROR_FIRST, MIRROR_ONLY
 
 _DOCKER_HUB_KEY = "index.docker.io"
 

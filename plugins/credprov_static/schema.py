@@ -32,16 +32,16 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from credprov_static.config import (
+from credprov_static.fields import (
     CACHE_KEY_TYPES,
     DEFAULT_CACHE_DURATION,
     DEFAULT_CACHE_KEY_TYPE,
     MIRROR_ONLY,
     STRATEGIES,
     ConfigError,
-    _check_fields,
-    _quote,
-    _type_name,
+    check_fields,
+    quote,
+    type_name,
 )
 
 _EXACTLY_ONE = "exactly_one_password"
@@ -224,7 +224,7 @@ def _message(path: str, doc: dict[str, Any], error: Any) -> ConfigError:
     if kind == "extra_forbidden":
         parent = loc[:-1]
         try:
-            _check_fields(path, _where(parent), _at(doc, parent), _aliases(_model_at(parent)))
+            check_fields(path, _where(parent), _at(doc, parent), _aliases(_model_at(parent)))
         except ConfigError as exc:
             return exc
     if kind == "missing":
@@ -233,7 +233,7 @@ def _message(path: str, doc: dict[str, Any], error: Any) -> ConfigError:
         return ConfigError(f"{path}: {where} needs exactly one of password or passwordFile")
     if kind == "literal_error":
         allowed = STRATEGIES if loc[-1] == "credentialsStrategy" else CACHE_KEY_TYPES
-        return ConfigError(f"{path}: {where} {_quote(value)} is not one of " + ", ".join(allowed))
+        return ConfigError(f"{path}: {where} {quote(value)} is not one of " + ", ".join(allowed))
     if kind == "model_type":
         return ConfigError(f"{path}: {where} must be a mapping")
     if loc == ("credentials",):
@@ -241,4 +241,4 @@ def _message(path: str, doc: dict[str, Any], error: Any) -> ConfigError:
     if loc[-1] in ("match", "upstreams"):
         return ConfigError(f"{path}: {where} must be a non-empty list of strings")
     # A wrong type: the value is never quoted, it may be a password.
-    return ConfigError(f"{path}: {where} must be a string, not a {_type_name(value)}")
+    return ConfigError(f"{path}: {where} must be a string, not a {type_name(value)}")

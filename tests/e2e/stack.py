@@ -195,7 +195,7 @@ class KubeletCLI:
         ]
         secret_list = list(secrets)
         if secret_list:
-            args += ["--secrets", str(self.write("secrets", *secret_list))]
+            args += ["--pull-secret", str(self.write("secrets", *secret_list))]
         if policy is not None:
             args += ["--policy", policy]
         for pattern in allowlist:

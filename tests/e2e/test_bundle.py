@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from credprov.bundle._multicall import PLUGINS
-from credprov.credentialprovider.plugin.install import install as venv_install
+from credprov.install import install as venv_install
 from tests.conftest import CANARY
 from tests.e2e.noderoot import BIN_DIR, chroot, find_python, inside, node_root
 

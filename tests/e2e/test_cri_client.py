@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from credprov.credentialprovider.keyring import TrackedAuthConfig
 from credprov.cri.client import CRIError, CRIRuntime, RuntimeVersion
+from credprov.imageauth.keyring import TrackedAuthConfig
 from credprov.pullmanager.interfaces import PullError
 from tests.conftest import CANARY
 from tests.e2e.containerd import Containerd, start_containerd

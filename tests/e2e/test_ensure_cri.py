@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from credprov.credentialprovider.keyring import TrackedAuthConfig, hash_auth_config
+from credprov.imageauth.keyring import TrackedAuthConfig, hash_auth_config
 from credprov.pullmanager.fsstore import FSPullRecordsAccessor
 from tests.e2e.containerd import Containerd
 from tests.e2e.registry import PushedImage, Registry, push_image

@@ -17,10 +17,10 @@ from collections.abc import Iterator
 import pytest
 
 from credprov.base.rootfs import NodeRoot
-from credprov.credentialprovider.images import parse_image_name
-from credprov.credentialprovider.keyring import DockerKeyring, TrackedAuthConfig
 from credprov.cri.client import CRIRuntime
 from credprov.cri.mirrors import ContainerdHosts, credential_sources, judge_credentials
+from credprov.imageauth.images import parse_image_name
+from credprov.imageauth.keyring import DockerKeyring, TrackedAuthConfig
 from credprov.pullmanager.interfaces import PullError
 from tests.e2e.containerd import Containerd
 from tests.e2e.registry import Registry, push_image, running_registry

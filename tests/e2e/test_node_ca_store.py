@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from credprov.credentialprovider.plugin.install import install
+from credprov.install import install
 from tests.e2e.catrust import CLOUDS, LAYOUTS, LauncherRunner, run_over_tls
 
 pytestmark = pytest.mark.e2e

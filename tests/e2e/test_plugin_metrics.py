@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from credprov.credentialprovider.plugin.install import install
+from credprov.install import install
 from tests.conftest import CANARY
 from tests.e2e.prometheus import start_node_exporter, start_prometheus, wait_for
 from tests.unit.plugins.test_telemetry import NAME, request

@@ -81,14 +81,14 @@ from credprov.api.exec import api_version_of, interpret_response_gvk
 from credprov.base import report as base
 from credprov.base.redact import REDACTED, Redactor, env_label, shorten, terminal_safe
 from credprov.base.report import Finding, Status, status_label, text
-from credprov.credentialprovider.images import parse_image_name
-from credprov.credentialprovider.matching import explain_match, parse_schemeless_url, urls_match_str
 from credprov.credentialprovider.plugin.exec import (
     DEFAULT_PLUGIN_TIMEOUT,
     ExecPlugin,
     Launcher,
     PluginError,
 )
+from credprov.imageauth.images import parse_image_name
+from credprov.imageauth.matching import explain_match, parse_schemeless_url, urls_match_str
 
 __all__ = [
     "MIN_LEAK_LENGTH",

@@ -18,8 +18,6 @@ from typing import Any
 from credprov._go.durations import format_duration
 from credprov.api import internal
 from credprov.base.redact import REDACTED, Redactor
-from credprov.credentialprovider.images import InvalidImageError, parse_image_name
-from credprov.credentialprovider.matching import urls_match_str
 from credprov.credentialprovider.plugin.config import (
     check_bin_dir,
     check_plugin_binary,
@@ -27,6 +25,8 @@ from credprov.credentialprovider.plugin.config import (
 )
 from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, ExecPlugin, PluginError
 from credprov.errors import CredentialProviderError
+from credprov.imageauth.images import InvalidImageError, parse_image_name
+from credprov.imageauth.matching import urls_match_str
 
 __all__ = ["ProbeError", "ProbeResult", "probe_provider"]
 

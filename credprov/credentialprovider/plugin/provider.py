@@ -42,18 +42,18 @@ from credprov.credentialprovider.chain import (
     ServiceAccountError,
     TokenRequest,
 )
-from credprov.credentialprovider.images import parse_registry
-from credprov.credentialprovider.keyring import (
+from credprov.credentialprovider.plugin.exec import ExecPlugin, PluginError
+from credprov.imageauth.images import parse_registry
+from credprov.imageauth.keyring import (
     CredentialOrigin,
     ServiceAccountCoordinates,
     tracked_auth_configs,
 )
-from credprov.credentialprovider.matching import (
+from credprov.imageauth.matching import (
     host_match_paths,
     split_plain_target,
     urls_match_str,
 )
-from credprov.credentialprovider.plugin.exec import ExecPlugin, PluginError
 
 log = logging.getLogger("credprov.plugin")
 

@@ -33,7 +33,6 @@ from credprov.credentialprovider.chain import (
     ProvideResult,
     ServiceAccountAPI,
 )
-from credprov.credentialprovider.keyring import DockerKeyring, TrackedAuthConfig
 from credprov.credentialprovider.plugin.config import (
     SERVICE_ACCOUNT_TOKEN_GATE,
     ConfigError,
@@ -45,6 +44,7 @@ from credprov.credentialprovider.plugin.config import (
 from credprov.credentialprovider.plugin.exec import DEFAULT_PLUGIN_TIMEOUT, ExecPlugin
 from credprov.credentialprovider.plugin.metrics import Metrics
 from credprov.credentialprovider.plugin.provider import PluginProvider
+from credprov.imageauth.keyring import DockerKeyring, TrackedAuthConfig
 
 if TYPE_CHECKING:
     from credprov.credentialprovider.chain import SourceMemo

@@ -89,3 +89,49 @@ def test_hostile_bytes_never_raise() -> None:
         elf.parse(bytes(bad))
     assert elf.parse(b"\x7fELF" + bytes([3, 1]) + bytes(60)) is None  # unknown class
     assert elf.arch_of(b"#!/bin/sh\n" + bytes(20)) is None
+
+
+# -- the one reader ---------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def elf_readers(root: Path, folders: tuple[str, ...] = ("credprov", "plugins")) -> list[str]:
+    """Modules other than ``credprov/base/elf.py`` that spell ELF's magic themselves (a
+    second reader starts there; the others use ``elf.MAGIC`` and ``elf.read_header``)."""
+    found = []
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            if rel == "credprov/base/elf.py":
+                continue
+            text = path.read_text(encoding="utf-8")
+            if re.search(r"\\x7fELF|\\177ELF|x7f\\x45\\x4c\\x46", text):
+                found.append(rel)
+    return found
+
+
+def test_there_is_one_elf_reader() -> None:
+    assert elf_readers(ROOT) == []
+
+
+def test_a_second_elf_reader_is_found(tmp_path: Path) -> None:
+    (tmp_path / "credprov" / "_go").mkdir(parents=True)
+    (tmp_path / "credprov" / "_go" / "x.py").write_text('if head[:4] != b"\\x7fELF": pass\n')
+    assert elf_readers(tmp_path, ("credprov",)) == ["credprov/_go/x.py"]
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (b"\x7fELF\x02\x01" + bytes(58), (0, 64, True)),
+        (b"\x7fELF\x01\x02" + bytes(46), (0, 32, False)),
+        (b"\x7fELF\x02\x01" + bytes(50), None),  # a 64-bit header cut short
+        (b"\x7fELF\x03\x01" + bytes(58), None),  # no such class
+        (b"MZ" + bytes(62), None),
+    ],
+)
+def test_read_header(head: bytes, expected: tuple | None) -> None:
+    header = elf.read_header(head)
+    got = None if header is None else (header.machine, header.bits, header.little_endian)
+    assert got == expected

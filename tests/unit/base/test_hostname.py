@@ -1,5 +1,5 @@
 """``is_domain_and_port``: Docker's ``domainAndPort`` without ``re``, the same as the
-reference regexp's production in :mod:`credprov.credentialprovider.images`."""
+reference regexp's production in :mod:`credprov.imageauth.images`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 import pytest
 
 from credprov.base.hostname import is_domain_and_port
-from credprov.credentialprovider import images
+from credprov.imageauth import images
 
 CASES = [
     ("docker.io", True),

@@ -125,7 +125,7 @@ class Node:
             str(self.root),
             "--pod",
             str(pod_file),
-            "--secrets",
+            "--pull-secret",
             str(self.secrets_file),
             *extra,
         ]
@@ -260,7 +260,7 @@ def test_rotated_secret_is_still_known(node: Node, capsys: pytest.CaptureFixture
     assert len(node.runtime.pulls) == pulls
     [record] = node.records()
     [cred] = record["credentialMapping"][f"{REGISTRY}/private/app"]["kubernetesSecrets"]
-    from credprov.credentialprovider.keyring import hash_auth_config
+    from credprov.imageauth.keyring import hash_auth_config
 
     assert cred["credentialHash"] == hash_auth_config("robot", "rotated-" + CANARY)
 
@@ -798,12 +798,12 @@ def _args(node: Node, **override: str | None) -> list[str]:
         ),
         (
             {},
-            ["--secrets", "{tmp}/notsecret.yaml"],
+            ["--pull-secret", "{tmp}/notsecret.yaml"],
             "pull secret file {tmp}/notsecret.yaml holds a 'Pod', not a Secret",
         ),
         (
             {},
-            ["--secrets", "{tmp}/missing.yaml"],
+            ["--pull-secret", "{tmp}/missing.yaml"],
             "cannot read pull secret file {tmp}/missing.yaml",
         ),
         ({}, ["--config", "{tmp}/c.yaml"], "--config and --bin-dir go together"),

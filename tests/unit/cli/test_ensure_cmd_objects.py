@@ -212,8 +212,8 @@ def test_another_node_gets_nothing(node: Node, capsys: pytest.CaptureFixture[str
     ("argv", "message"),
     [
         (
-            ["--objects", "{objects}", "--pod", "team-a/app", "--secrets", "{objects}"],
-            "--secrets cannot be combined with --objects",
+            ["--objects", "{objects}", "--pod", "team-a/app", "--pull-secret", "{objects}"],
+            "--pull-secret cannot be combined with --objects",
         ),
         (["--pod", "{objects}", "--node", "node-1"], "--node needs --objects"),
         (["--objects", "{objects}", "--pod", "app"], "--pod 'app': want NAMESPACE/NAME"),

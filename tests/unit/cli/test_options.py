@@ -5,7 +5,9 @@ option string means one thing everywhere (same dest, type, choices, metavar and 
 from the table in ``cmdoptions``), that no command defines a shared option by hand, that
 every leaf has ``-o``, that every duration option parses with the one duration type (a bad
 value: exit 2, one line), that the renamed options' old spellings are hidden aliases that
-warn, and that README's command lines and the parsers agree.
+warn, that one meaning has one spelling, that a help text speaks only of the command it is
+on, that both front ends run through one ``main()`` skeleton, and that README's command
+lines and the parsers agree.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ ROOT = Path(__file__).resolve().parents[3]
 README_EXEMPT = {
     "VERBOSITY": "README says once that every command takes -v N",
     "PULL_TIMEOUT": "ensure-image's option table is in docs/ensure-image.md",
-    "TIMEOUT": "plugin test's deadline; its --help says it",
     "DRY_RUN": "the pull-records actions are shown as verify|migrate|prune",
 }
 
@@ -59,7 +60,10 @@ def _options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
 
 
 def _meaning(action: argparse.Action) -> tuple[object, ...]:
-    return (action.dest, action.type, action.choices, action.metavar, action.help, action.nargs)
+    """What an option is, its help without the command's own note."""
+    note = getattr(action, "credprov_note", "")
+    help_text = action.help[: -len(f"; {note}")] if note and action.help else action.help
+    return (action.dest, action.type, action.choices, action.metavar, help_text, action.nargs)
 
 
 def _reference(option: cmdoptions.Option) -> argparse.Action:
@@ -83,6 +87,7 @@ def test_shared_options_come_from_cmdoptions(leaf: str) -> None:
         assert getattr(action, "credprov_option", None) is option, (
             f"{leaf}: {action.option_strings} defined by hand, not with cmdoptions"
         )
+        # the same meaning; the help may end with a note on what it does on this command
         assert _meaning(action) == _meaning(_reference(option)), leaf
 
 
@@ -98,6 +103,116 @@ def test_each_option_string_has_one_meaning_and_shared_ones_are_in_the_table() -
         leaves = {leaf.replace(" (standalone)", "") for m in meanings.values() for leaf in m}
         if len(leaves) > 1 and flag != "-v":
             assert flag in shared, f"{flag} is in {sorted(leaves)}: define it in cmdoptions"
+
+
+#: What an option defined by hand stands for when its ``dest`` names a shared option's
+#: meaning in other words (a shared option says its own, ``Option.meaning``): the spellings
+#: that were once a second name for one meaning.
+SYNONYMS = {
+    "timeout": cmdoptions.PLUGIN_TIMEOUT.meaning,
+    "plugin_timeout": cmdoptions.PLUGIN_TIMEOUT.meaning,
+    "secrets": cmdoptions.PULL_SECRET.meaning,
+    "pull_secret": cmdoptions.PULL_SECRET.meaning,
+    "pull_secrets": cmdoptions.PULL_SECRET.meaning,
+}
+
+
+def spellings_by_meaning(
+    leaves: dict[str, argparse.ArgumentParser],
+) -> dict[str, set[tuple[str, ...]]]:
+    """What each option stands for -> the spellings it has on ``leaves``."""
+    found: dict[str, set[tuple[str, ...]]] = {}
+    for parser in leaves.values():
+        for action in _options(parser):
+            option = getattr(action, "credprov_option", None)
+            meaning = (
+                option.meaning if option is not None else SYNONYMS.get(action.dest, action.dest)
+            )
+            found.setdefault(meaning, set()).add(tuple(action.option_strings))
+    return found
+
+
+def test_each_meaning_has_one_spelling() -> None:
+    twice = {m: s for m, s in spellings_by_meaning(LEAVES).items() if len(s) > 1}
+    assert twice == {}, "one meaning, two spellings: define it once in cmdoptions"
+
+
+def test_two_spellings_of_one_meaning_are_found() -> None:
+    exec_parser = argparse.ArgumentParser()
+    cmdoptions.PLUGIN_TIMEOUT.add(exec_parser)
+    cmdoptions.PULL_SECRET.add(exec_parser)
+    test_parser = argparse.ArgumentParser()
+    test_parser.add_argument("--timeout", type=cmdoptions.duration)
+    test_parser.add_argument("--secrets", action="append")
+    found = spellings_by_meaning({"exec": exec_parser, "test": test_parser})
+    assert found[cmdoptions.PLUGIN_TIMEOUT.meaning] == {("--plugin-timeout",), ("--timeout",)}
+    assert found[cmdoptions.PULL_SECRET.meaning] == {("--pull-secret",), ("--secrets",)}
+
+
+#: Command names that are not also ordinary words in a help text.
+COMMAND_NAMES = (
+    "bundle",
+    "doctor",
+    "ensure-image",
+    "get-credentials",
+    "image-gc",
+    "kep4412",
+    "nodeauth",
+    "pull-records",
+    "simulate",
+)
+
+
+def other_commands_named(leaf: str, parser: argparse.ArgumentParser) -> list[str]:
+    """``flag: command`` for every option help on ``leaf`` that names another command."""
+    own = leaf.replace(" (standalone)", "").split()[1:]
+    found = []
+    for action in _options(parser):
+        for name in COMMAND_NAMES:
+            if name not in own and re.search(rf"(?<![\w-]){name}(?![\w-])", action.help or ""):
+                found.append(f"{action.option_strings[-1]}: {name}")
+    return found
+
+
+@pytest.mark.parametrize("leaf", LEAVES, ids=str)
+def test_a_help_text_speaks_of_the_command_it_is_on(leaf: str) -> None:
+    assert other_commands_named(leaf, LEAVES[leaf]) == []
+
+
+def test_a_help_text_naming_another_command_is_found() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config", help="the config (for doctor: instead of the node's)")
+    parser.add_argument("--out", help="where to write (bundle: the tarball)")
+    assert other_commands_named("credprov plugin exec", parser) == [
+        "--config: doctor",
+        "--out: bundle",
+    ]
+    assert other_commands_named("credprov doctor", parser) == ["--out: bundle"]
+
+
+def test_both_front_ends_run_through_one_main() -> None:
+    """``main()``'s steps (safe streams, logging, the Go behaviour, the error contract) are
+    written once, in ``cmdoptions.run_main``; each front end's ``main`` calls it."""
+    steps = {"safe_streams", "setup_logging", "setup_logging_lazily", "follow_go_options"}
+    callers = set()
+    for path in sorted((ROOT / "credprov").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef):
+                for call in ast.walk(node):
+                    if isinstance(call, ast.Call):
+                        name = ast.unparse(call.func).rsplit(".", 1)[-1]
+                        if name in steps or name == "run_main":
+                            callers.add((path.relative_to(ROOT).as_posix(), node.name, name))
+    assert callers == {
+        ("credprov/cmdoptions.py", "run_main", "safe_streams"),
+        ("credprov/cmdoptions.py", "run_main", "setup_logging_lazily"),
+        ("credprov/cmdoptions.py", "run_main", "follow_go_options"),
+        ("credprov/base/logs.py", "setup_logging_lazily", "setup_logging"),
+        ("credprov/base/logs.py", "exec_then_set_up", "setup_logging"),
+        ("credprov/base/logs.py", "__init__", "setup_logging"),
+        ("credprov/cli/main.py", "main", "run_main"),
+        ("credprov/doctor/cli.py", "main", "run_main"),
+    }
 
 
 @pytest.mark.parametrize("leaf", LEAVES, ids=str)
@@ -142,30 +257,45 @@ def test_a_bad_duration_is_a_one_line_usage_error(
 
 # -- renamed options ----------------------------------------------------------------------------
 
+#: (argv before the option, old spelling, new spelling, a value, what the new one holds)
 RENAMED = [
-    (["pull-records", "list"], "--root", "--root-dir"),
-    (["ensure-image"], "--root", "--root-dir"),
-    (["image-gc"], "--root", "--root-dir"),
-    (["simulate", "x.yaml"], "--root", "--root-dir"),
-    (["doctor"], "--root", "--node-root"),
-    (["doctor"], "--images", "--node-images"),
+    (["pull-records", "list"], "--root", "--root-dir", "/some/dir", "/some/dir"),
+    (["ensure-image"], "--root", "--root-dir", "/some/dir", "/some/dir"),
+    (["image-gc"], "--root", "--root-dir", "/some/dir", "/some/dir"),
+    (["simulate", "x.yaml"], "--root", "--root-dir", "/some/dir", "/some/dir"),
+    (["doctor"], "--root", "--node-root", "/some/dir", "/some/dir"),
+    (["doctor"], "--images", "--node-images", "/some/file", "/some/file"),
+    (["ensure-image"], "--secrets", "--pull-secret", "s.yaml", ["s.yaml"]),
+    (["plugin", "test", "p.yaml"], "--timeout", "--plugin-timeout", "2s", 2 * 10**9),
 ]
+_REQUIRED = {
+    "ensure-image": ["--cri", "unix:///x", "--pod", "p", "--root-dir", "/r"],
+    "image-gc": ["--cri", "x"],
+    "plugin": ["--image", "r.io/x"],
+}
 
 
-@pytest.mark.parametrize("argv, old, new", RENAMED, ids=[f"{a[0]}{o}" for a, o, _ in RENAMED])
+@pytest.mark.parametrize(
+    "argv, old, new, value, held", RENAMED, ids=[f"{a[0]}{o}" for a, o, *_ in RENAMED]
+)
 def test_an_old_spelling_is_a_hidden_alias_that_warns(
-    argv: list[str], old: str, new: str, capsys: pytest.CaptureFixture[str]
+    argv: list[str],
+    old: str,
+    new: str,
+    value: str,
+    held: object,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     parser = build_parser()
     leaf = LEAVES["credprov " + " ".join(a for a in argv if not a.endswith(".yaml"))]
     help_text = leaf.format_help()
     assert re.search(rf"{re.escape(new)}\b", help_text)
     assert not re.search(rf"{re.escape(old)}(?![\w-])", help_text), "the alias is hidden"
-    required = {"ensure-image": ["--cri", "unix:///x", "--pod", "p"], "image-gc": ["--cri", "x"]}
-    args = parser.parse_args([*argv, *required.get(argv[0], []), old, "/some/dir"])
-    assert getattr(args, new.lstrip("-").replace("-", "_")) == "/some/dir"
+    required = _REQUIRED.get(argv[0], [])
+    args = parser.parse_args([*argv, *required, old, value])
+    assert getattr(args, new.lstrip("-").replace("-", "_")) == held
     assert capsys.readouterr().err == f"credprov: warning: {old} is deprecated; use {new}\n"
-    parser.parse_args([*argv, *required.get(argv[0], []), new, "/some/dir"])
+    parser.parse_args([*argv, *required, new, value])
     assert capsys.readouterr().err == ""
 
 

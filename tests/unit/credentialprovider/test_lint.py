@@ -10,7 +10,7 @@ from credprov._go.durations import MINUTE
 from credprov._go.version import use_go
 from credprov.api import internal
 from credprov.credentialprovider.lint import lint_config
-from credprov.credentialprovider.matching import urls_match_str
+from credprov.imageauth.matching import urls_match_str
 
 
 def config(*patterns: str, default: int = 10 * MINUTE) -> internal.CredentialProviderConfig:

@@ -18,15 +18,15 @@ from credprov._go.durations import MINUTE, SECOND
 from credprov.api import internal
 from credprov.base.clock import FakeClock
 from credprov.credentialprovider.cache import CACHE_PURGE_INTERVAL
-from credprov.credentialprovider.keyring import DockerKeyring
-from credprov.credentialprovider.matching import (
+from credprov.credentialprovider.plugin.metrics import Metrics
+from credprov.credentialprovider.plugin.registry import CredentialProviders
+from credprov.imageauth.keyring import DockerKeyring
+from credprov.imageauth.matching import (
     host_match_paths,
     split_plain_target,
     urls_match_str,
 )
-from credprov.credentialprovider.plugin.metrics import Metrics
-from credprov.credentialprovider.plugin.registry import CredentialProviders
-from tests.unit.credentialprovider.plugin.test_provider_cache import ScriptedPlugin, make_provider
+from tests.unit.credentialprovider.plugin.test_provider import ScriptedPlugin, make_provider
 
 GLOBS = [
     "registry.io",

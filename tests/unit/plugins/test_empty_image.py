@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from credprov.credentialprovider.plugin.install import install
+from credprov.install import install
 from tests.conftest import CANARY
 
 pytestmark = pytest.mark.e2e

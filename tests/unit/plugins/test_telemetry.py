@@ -18,7 +18,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from credprov.credentialprovider.plugin.install import install
+from credprov.install import install
 
 G = "credentialprovider.kubelet.k8s.io"
 NAME = "static-credential-provider"

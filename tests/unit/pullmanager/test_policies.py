@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from credprov.credentialprovider.images import InvalidImageError
+from credprov.imageauth.images import InvalidImageError
 from credprov.pullmanager.policies import (
     ALWAYS_VERIFY,
     DEFAULT_POLICY,

@@ -17,7 +17,7 @@ import credprov.sdk
 from tests.conftest import modules_loaded_by
 
 ROOT = Path(__file__).resolve().parents[3]
-FOUNDATION = ("credprov.errors", "credprov.base", "credprov._go")
+FOUNDATION = ("credprov.errors", "credprov.base", "credprov._go", "credprov.imageauth")
 
 #: module file -> third-party packages it may import, and why
 EXCEPTIONS = {
@@ -77,6 +77,7 @@ def test_the_foundation_imports_only_the_standard_library() -> None:
 def test_a_foreign_import_is_found(tmp_path: Path) -> None:
     (tmp_path / "credprov" / "base").mkdir(parents=True)
     (tmp_path / "credprov" / "_go").mkdir()
+    (tmp_path / "credprov" / "imageauth").mkdir()
     (tmp_path / "credprov" / "errors.py").write_text("import json\n")
     (tmp_path / "credprov" / "base" / "x.py").write_text(
         "def f():\n    import requests\n    from credprov.api import exec\n"

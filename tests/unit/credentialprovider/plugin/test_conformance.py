@@ -454,7 +454,7 @@ def cli(argv: list[str]) -> argparse.Namespace:
 
 
 def test_cli_good_plugin_exits_0(good: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    args = cli([str(good), "--image", IMAGE, "--api-version", "v1", "--timeout", "30s"])
+    args = cli([str(good), "--image", IMAGE, "--api-version", "v1", "--plugin-timeout", "30s"])
     assert run(args) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"PASS  v1 {IMAGE}  exit: exit status 0"
@@ -525,8 +525,8 @@ def test_cli_binary_on_path(
     [
         ["plugin"],  # no --image
         ["plugin", "--image", IMAGE, "--api-version", "v9"],
-        ["plugin", "--image", IMAGE, "--timeout", "0s"],
-        ["plugin", "--image", IMAGE, "--timeout", "soon"],
+        ["plugin", "--image", IMAGE, "--plugin-timeout", "0s"],
+        ["plugin", "--image", IMAGE, "--plugin-timeout", "soon"],
         ["plugin", "--image", IMAGE, "--env", "NOEQUALS"],
         [
             "plugin",
@@ -590,7 +590,7 @@ def test_hung_plugin_is_judged_within_one_deadline(
     plugin = write_plugin(bin_dir, "hung", HUNG_PLUGIN, "/bin/sh")
     # 3 versions x 2 images + the token probe + 5 negative cases: 12 runs, 12s if each
     # waited for its deadline.
-    args = cli([str(plugin), "--image", IMAGE, "--image", "other.io/x", "--timeout", "1s"])
+    args = cli([str(plugin), "--image", IMAGE, "--image", "other.io/x", "--plugin-timeout", "1s"])
     args.output = output
     start = time.monotonic()
     assert run(args) == 1
@@ -659,7 +659,7 @@ def test_text_output_escapes_what_the_plugin_answers(
     from credprov.base.redact import UNSAFE_CHARACTERS
 
     plugin = write_plugin(bin_dir, "forging", FORGING_PLUGIN)
-    argv = [str(plugin), "--image", IMAGE, "--api-version", "v1", "--timeout", "30s"]
+    argv = [str(plugin), "--image", IMAGE, "--api-version", "v1", "--plugin-timeout", "30s"]
     assert run(cli([*argv, "-o", "json"])) == 1
     checks = json.loads(capsys.readouterr().out)["checks"]
     # JSON keeps the exact name.

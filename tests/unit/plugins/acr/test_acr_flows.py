@@ -19,7 +19,7 @@ from credprov_acr import cloud
 from credprov_acr.main import HANDLER, NAME, OPTIONS, normalize_argv
 from credprov_acr.plugin import AcrProvider, Options
 
-from credprov.credentialprovider.keyring import DockerKeyring
+from credprov.imageauth.keyring import DockerKeyring
 from credprov.sdk import EXIT_ERROR, EXIT_OK, ProviderError, Request, run
 from tests.conftest import CANARY
 from tests.fakes import acr as fakes

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from credprov.credentialprovider.plugin.install import install
+from credprov.install import install
 from tests.conftest import CANARY
 from tests.fakes import acr as fakes
 from tests.fakes.acr import DEFAULT_TENANT, FakeAzure

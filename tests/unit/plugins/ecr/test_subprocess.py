@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from credprov.credentialprovider.matching import urls_match_str
 from credprov.credentialprovider.plugin.config import load_config
-from credprov.credentialprovider.plugin.install import install
+from credprov.imageauth.matching import urls_match_str
+from credprov.install import install
 from tests.conftest import CANARY
 from tests.fakes.ecr import JSON_11, FakeAws, fake_aws
 from tests.unit.plugins.ecr.conftest import ACCOUNT, ROLE_ACCOUNT, ROLE_ARN, assumed_roles

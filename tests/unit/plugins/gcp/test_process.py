@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from credprov.credentialprovider.plugin.install import install
+from credprov.install import install
 from tests.conftest import CANARY
 from tests.fakes.gcp import TOKEN_PATH, FakeMetadataServer, FakeSTSServer
 from tests.fakes.server import Reply, closed_port

@@ -21,7 +21,7 @@ from credprov_gcp.registries import is_google_registry, registry_keys
 from credprov_gcp.tokens import AccessToken, token_cache_duration, token_expires_at
 
 from credprov._go.durations import SECOND
-from credprov.credentialprovider.keyring import DockerKeyring
+from credprov.imageauth.keyring import DockerKeyring
 from credprov.sdk.http import Budget
 from tests.conftest import CANARY
 from tests.fakes.gcp import (

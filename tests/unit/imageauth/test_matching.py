@@ -1,4 +1,4 @@
-"""keyring.go ``URLsMatch`` / ``filepath.Match`` parity for ``credprov.credentialprovider.matching``.
+"""keyring.go ``URLsMatch`` / ``filepath.Match`` parity for ``credprov.imageauth.matching``.
 
 The tables follow Go 1.25.1 (``pre_cve_go``), whose ``url.Parse`` still accepts ``[...]`` globs
 in a host, so that they test the glob matching itself; what later Go releases make of such
@@ -14,7 +14,7 @@ import pytest
 
 from credprov._go.url import GoURL, GoURLError
 from credprov._go.version import use_go
-from credprov.credentialprovider.matching import (
+from credprov.imageauth.matching import (
     MatchExplanation,
     MatchPatternError,
     _label,

@@ -1,10 +1,10 @@
-"""distribution/reference ``ParseNormalizedNamed(...).Name()`` parity for ``credprov.credentialprovider.images``."""
+"""distribution/reference ``ParseNormalizedNamed(...).Name()`` parity for ``credprov.imageauth.images``."""
 
 from __future__ import annotations
 
 import pytest
 
-from credprov.credentialprovider.images import (
+from credprov.imageauth.images import (
     InvalidImageError,
     is_default_registry_match,
     parse_image_name,

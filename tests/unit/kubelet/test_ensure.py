@@ -15,7 +15,7 @@ from credprov.credentialprovider.chain import (
     PullSecrets,
     default_chain,
 )
-from credprov.credentialprovider.keyring import (
+from credprov.imageauth.keyring import (
     CredentialOrigin,
     DockerKeyring,
     ServiceAccountCoordinates,

@@ -25,13 +25,13 @@ from typing import Any, Protocol
 from credprov._go import json as gojson
 from credprov._go.version import GoRelease, current_go
 from credprov.base.hashing import sha256
-from credprov.credentialprovider.images import is_default_registry_match
-from credprov.credentialprovider.matching import (
+from credprov.errors import CredentialProviderError
+from credprov.imageauth.images import is_default_registry_match
+from credprov.imageauth.matching import (
     host_match_paths,
     split_plain_target,
     urls_match_str,
 )
-from credprov.errors import CredentialProviderError
 
 __all__ = [
     "DOCKERCFG_KEY",
@@ -125,7 +125,7 @@ class TrackedAuthConfig:
 
 def hash_auth_config(username: str, password: str, email: str = "") -> str:
     """``hex(sha256(json.Marshal(AuthConfig)))`` with Go's omitempty and HTML escaping."""
-    from credprov.api.exec import go_json
+    from credprov._go.json import go_json
 
     body = {}
     if username:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from credprov.credentialprovider.keyring import (
+from credprov.imageauth.keyring import (
     CredentialOrigin,
     DockerKeyring,
     KeyringError,

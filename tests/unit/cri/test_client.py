@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from credprov.credentialprovider.keyring import TrackedAuthConfig
 from credprov.cri.client import (
     CRIError,
     CRIRuntime,
@@ -27,6 +26,7 @@ from credprov.cri.client import (
     parse_endpoint,
     pull_image_request,
 )
+from credprov.imageauth.keyring import TrackedAuthConfig
 from credprov.pullmanager.interfaces import PullError
 from tests.conftest import CANARY
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from credprov import install as install_mod
 from credprov.api import internal
-from credprov.credentialprovider.plugin import install as install_mod
 from credprov.credentialprovider.plugin.exec import ExecPlugin
-from credprov.credentialprovider.plugin.install import InstallError, install, launcher_text
+from credprov.install import InstallError, install, launcher_text
 from credprov.sdk._launch import MARKER
 
 V1 = "credentialprovider.kubelet.k8s.io/v1"

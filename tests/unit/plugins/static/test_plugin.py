@@ -1,7 +1,7 @@
 """``static-credential-provider``: file formats, matching, mirror strategies, errors, cache.
 
 Answers are checked the way the kubelet consumes them: the response's ``auth`` goes into a
-``credprov.credentialprovider.keyring.DockerKeyring`` and ``lookup(image)`` gives the credentials the kubelet
+``credprov.imageauth.keyring.DockerKeyring`` and ``lookup(image)`` gives the credentials the kubelet
 would try, in its order.
 """
 
@@ -21,14 +21,14 @@ import pytest
 from credprov_static.main import OPTIONS
 
 from credprov._go.version import use_go
-from credprov.credentialprovider.keyring import DockerKeyring
-from credprov.credentialprovider.matching import urls_match_str
+from credprov.imageauth.keyring import DockerKeyring
+from credprov.imageauth.matching import urls_match_str
 from credprov.sdk import EXIT_ERROR, EXIT_OK, run
 from tests.conftest import CANARY
 
 G = "credentialprovider.kubelet.k8s.io"
 NAME = "static-credential-provider"
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 
 
 # -- helpers ----------------------------------------------------------------------------------
