@@ -413,7 +413,10 @@ class CredentialChain:
             # pkg/util/parsers.ParseImageName's wrapping.
             resolution.error = str(image_name_error(image, exc))
             return resolution
-        return self._ask(resolution, CredentialRequest(image, repo, pull_secrets, pod))
+        self._ask(resolution, CredentialRequest(image, repo, pull_secrets, pod))
+        if not pull_secrets:
+            self._remember(image, repo)
+        return resolution
 
     def resolve_registry(
         self,
@@ -445,8 +448,6 @@ class CredentialChain:
             providers += answer.providers
         resolution.credentials = credentials
         resolution.providers = providers
-        if not pull_secrets:
-            self._remember(image, repo)
         return resolution
 
     def _remember(self, image: str, repo: str) -> None:

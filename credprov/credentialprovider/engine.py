@@ -51,7 +51,7 @@ class Engine(CredentialChain):
         pull_secrets: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self.providers = providers
-        self.node_keyring = node_keyring or DockerKeyring()
+        self.node_keyring = node_keyring if node_keyring is not None else DockerKeyring()
         self.pull_secrets = pull_secrets
         super().__init__(default_chain(providers, self.node_keyring).sources)
 

@@ -33,8 +33,11 @@ from credprov.sdk import (
     secret_data,
 )
 from credprov_static.fields import (
+    CACHE_KEY_TYPES,
     DEFAULT_CACHE_DURATION,
     DEFAULT_CACHE_KEY_TYPE,
+    MIRROR_ONLY,
+    STRATEGIES,
     ConfigError,
 )
 from credprov_static.fields import check_fields as _check_fields

@@ -13,7 +13,7 @@ unknown or missing field, a wrong type, ``null``, a value not allowed, both or n
 which raises the one-line error it always raised, or (for types YAML never produces)
 accepts it; :func:`from_model` then gives its values in these classes. So the messages
 are pydantic's, and pydantic is imported only for a document that is wrong anyway.
-``tests/unit/plugins/test_static_shape.py`` runs both on generated documents and compares.
+``tests/unit/plugins/static/test_shape.py`` runs both on generated documents and compares.
 
 Standard library only, and none of it: the allowed values and the defaults are handed in
 by :mod:`credprov_static.config`, which owns them (this module imports nothing from it).

@@ -567,7 +567,6 @@ UNTESTED_ALLOWLIST = frozenset(
         "credprov/pullmanager/inspect.py",
         "credprov/pullmanager/interfaces.py",
         "credprov/pullmanager/locks.py",
-        "credprov/pullmanager/types.py",
         "credprov/sdk/_cache.py",
         "credprov/sdk/_errors.py",
         "credprov/sdk/_launch.py",

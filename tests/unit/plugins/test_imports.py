@@ -17,14 +17,6 @@ BRIDGES = {
 }
 
 
-#: plugin file -> foundation modules (standard library only) it imports on its warm path
-#: instead of the SDK's, and why; anything else it imports from credprov must be the SDK's
-WARM_PATH_FOUNDATION = {
-    "plugins/credprov_dockerhelper/provider.py": {"credprov.base"},  # fastjson: no json/re
-    "plugins/credprov_ecr/main.py": {"credprov.base.hashing"},  # sha256 without OpenSSL
-}
-
-
 def library_imports(root: Path) -> dict[str, set[str]]:
     """``credprov`` modules each plugin file imports beyond :data:`ALLOWED`."""
     found: dict[str, set[str]] = {}
@@ -35,8 +27,6 @@ def library_imports(root: Path) -> dict[str, set[str]]:
         for name in imported_modules(path):
             # The root package itself comes with any credprov import; its names do not.
             if name.split(".")[0] != "credprov" or name == "credprov":
-                continue
-            if name in WARM_PATH_FOUNDATION.get(rel, set()):
                 continue
             if not any(name == a or name.startswith(a + ".") for a in ALLOWED):
                 found.setdefault(rel, set()).add(name)

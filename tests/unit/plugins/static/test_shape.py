@@ -25,7 +25,7 @@ from credprov_static import config, schema, shape
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 HEAD = {"apiVersion": config.API_VERSION, "kind": config.KIND}
 VOCABULARY = shape.Vocabulary(
     cache_key_types=config.CACHE_KEY_TYPES,
