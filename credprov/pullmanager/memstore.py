@@ -185,30 +185,21 @@ class CachedPullRecordsAccessor:
         # Warm both caches (a list of each kind, as upstream: only its first items are
         # kept); an error only leaves the cache non-authoritative until a later list
         # succeeds, as upstream.
-        try:
-            errors = self._warm_up(
-                self._intents,
-                self._intent_locks,
-                getattr(delegate, "list_image_pull_intents_head", None),
-                delegate.list_image_pull_intents,
-                lambda intent: intent.image,
-            )
-            if errors:
-                log.info("image pull intents cache is not authoritative: %s", "; ".join(errors))
-        except Exception as exc:
-            log.info("image pull intents cache is not authoritative: %s", exc)
-        try:
-            errors = self._warm_up(
-                self._records,
-                self._record_locks,
-                getattr(delegate, "list_image_pulled_records_head", None),
-                delegate.list_image_pulled_records,
-                lambda record: record.image_ref,
-            )
-            if errors:
-                log.info("pulled records cache is not authoritative: %s", "; ".join(errors))
-        except Exception as exc:
-            log.info("pulled records cache is not authoritative: %s", exc)
+        warm_ups = (
+            ("image pull intents", self._intents, self._intent_locks,
+             getattr(delegate, "list_image_pull_intents_head", None),
+             delegate.list_image_pull_intents, lambda intent: intent.image),
+            ("pulled records", self._records, self._record_locks,
+             getattr(delegate, "list_image_pulled_records_head", None),
+             delegate.list_image_pulled_records, lambda record: record.image_ref),
+        )  # fmt: skip
+        for what, cache, locks, head, full, key in warm_ups:
+            try:
+                errors = self._warm_up(cache, locks, head, full, key)
+                if errors:
+                    log.info("%s cache is not authoritative: %s", what, "; ".join(errors))
+            except Exception as exc:
+                log.info("%s cache is not authoritative: %s", what, exc)
 
     # -- introspection (metrics, tests) ---------------------------------------------------
 

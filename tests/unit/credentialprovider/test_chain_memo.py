@@ -24,10 +24,10 @@ from credprov.base.clock import FakeClock
 from credprov.credentialprovider.cache import CACHE_PURGE_INTERVAL, CacheEntry, generate_cache_key
 from credprov.credentialprovider.chain import ImageResolution, KeyringSource, PodInfo
 from credprov.credentialprovider.engine import Engine
-from credprov.credentialprovider.keyring import DockerKeyring, tracked_auth_configs
 from credprov.credentialprovider.plugin.metrics import Metrics
 from credprov.credentialprovider.plugin.registry import CredentialProviders
-from tests.unit.credentialprovider.plugin.test_provider_cache import ScriptedPlugin, make_provider
+from credprov.imageauth.keyring import DockerKeyring, tracked_auth_configs
+from tests.unit.credentialprovider.plugin.test_provider import ScriptedPlugin, make_provider
 
 IMAGE = "registry.io/team/app:v1"
 REPO = "registry.io/team/app"
