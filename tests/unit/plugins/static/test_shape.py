@@ -437,7 +437,7 @@ def test_an_invalid_file_still_gets_pydantics_line(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert proc.stderr.splitlines()[-1] == (
-        f"credprov_static.config.ConfigError: {bad}: credentials[0].password must be a string, "
+        f"credprov_static.fields.ConfigError: {bad}: credentials[0].password must be a string, "
         "not a number"
     )
 
