@@ -10,7 +10,9 @@ It also sets the signal dispositions CPython's own start-up sets and freeze-core
 base leaves alone (it initialises Python without signal handlers): ``SIGPIPE`` and
 ``SIGXFSZ`` ignored, so a write to a socket or pipe its peer has closed raises
 ``BrokenPipeError`` (which the cloud SDKs retry) instead of killing the plugin, and
-``SIGINT`` raising ``KeyboardInterrupt``, so the doctor cleans up its sandbox on Ctrl-C.
+``SIGINT`` raising ``KeyboardInterrupt`` (unless it was ignored when the process started,
+as in a shell's background job: CPython leaves it ignored then), so the doctor cleans up
+its sandbox on Ctrl-C.
 Children started by :mod:`subprocess` get the defaults back (``restore_signals``).
 Built-in modules only (``sys``, ``_signal``): nothing read from the archive.
 """
@@ -21,7 +23,8 @@ import sys
 sys.frozen = True  # type: ignore[attr-defined]
 _signal.signal(_signal.SIGPIPE, _signal.SIG_IGN)
 _signal.signal(_signal.SIGXFSZ, _signal.SIG_IGN)
-_signal.signal(_signal.SIGINT, _signal.default_int_handler)
+if _signal.getsignal(_signal.SIGINT) == _signal.SIG_DFL:  # an inherited SIG_IGN stays
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
 
 
 def run(name: str) -> None:
