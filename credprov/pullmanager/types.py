@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from credprov._go.json import go_json
 from credprov.errors import PullManagerError
 
 GROUP = "kubelet.config.k8s.io"
@@ -123,12 +124,6 @@ def _escapes_only(raw: str) -> bool:
 # -- encoding ---------------------------------------------------------------------------------
 
 
-def _go_json(value: Any) -> str:
-    from credprov._go.json import go_json
-
-    return go_json(value)
-
-
 def format_time(t: _dt.datetime) -> str:
     """``metav1.Time`` JSON: RFC 3339, whole seconds, UTC (``2024-10-21T12:26:40Z``)."""
     if t.tzinfo is None:
@@ -161,7 +156,7 @@ def _credentials_json(c: ImagePullCredentials) -> dict[str, Any]:
 def encode_intent(intent: ImagePullIntent, version: str = STORAGE_VERSION) -> bytes:
     """The intent file's bytes as the kubelet writes them, in API ``version``."""
     body = {"kind": INTENT_KIND, "apiVersion": f"{GROUP}/{version}", "image": intent.image}
-    return (_go_json(body) + "\n").encode("utf-8")
+    return (go_json(body) + "\n").encode("utf-8")
 
 
 def encode_record(record: ImagePulledRecord, version: str = STORAGE_VERSION) -> bytes:
@@ -178,7 +173,7 @@ def encode_record(record: ImagePulledRecord, version: str = STORAGE_VERSION) -> 
         body["credentialMapping"] = {
             k: _credentials_json(v) for k, v in sorted(record.credential_mapping.items())
         }
-    return (_go_json(body) + "\n").encode("utf-8")
+    return (go_json(body) + "\n").encode("utf-8")
 
 
 # -- decoding ---------------------------------------------------------------------------------

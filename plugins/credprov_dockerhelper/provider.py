@@ -19,6 +19,7 @@ therefore works for the kubelet unchanged.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 
 from credprov.sdk import (
@@ -41,14 +42,9 @@ MAX_STDOUT_BYTES = 1024 * 1024
 MAX_STDERR_BYTES = 64 * 1024
 _STDERR_QUOTE_CHARS = 200
 
-#: A helper name: ``[A-Za-z0-9][A-Za-z0-9._+-]*`` (checked without ``re``: start-up).
-_NAME_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-_NAME_REST = _NAME_FIRST | frozenset("._+-")
+# ``re`` costs nothing more here: ``subprocess`` imports it (through ``locale``).
+_HELPER_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _CACHE_KEY_TYPES = ("Image", "Registry", "Global")
-
-
-def _valid_helper_name(name: str) -> bool:
-    return bool(name) and name[0] in _NAME_FIRST and all(c in _NAME_REST for c in name)
 
 
 class HelperOutput:
@@ -137,7 +133,7 @@ def find_helper(name: str | None, path: str | None) -> str:
     if not name:
         raise ProviderError("no credential helper configured: pass --helper NAME or --helper-path")
     # The name becomes part of a file name looked up on PATH: no separators, no options.
-    if not _valid_helper_name(name):
+    if _HELPER_NAME_RE.fullmatch(name) is None:
         raise ProviderError(f"invalid credential helper name {name!r}")
     program = f"docker-credential-{name}"
     found = _which(program)
